@@ -1,0 +1,47 @@
+# Two commands set everything up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test bench lint format check-examples demo clean
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Serves the app with demo data. SQLite and in-process tasks unless DATABASE_URL / REDIS_URL are set.
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_demo
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+# The whole suite. With DATABASE_URL and REDIS_URL set it runs against PostgreSQL and a real
+# Celery worker on Redis; REQUIRE_SERVICES=1 turns a missing service or browser into a failure.
+test: install
+	$(PY) -m ruff check .
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(PY) bench/run.py $(BENCH_ARGS)
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: install
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+check-examples: install
+	$(PY) ../shared/tools/check-examples .
+
+clean:
+	rm -rf $(VENV) db.sqlite3

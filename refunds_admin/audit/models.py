@@ -1,0 +1,45 @@
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class AuditEvent(models.Model):
+    """One state change: who, when, what, before, after, why. Append-only.
+
+    Written by `audit.services.record()` inside the same transaction as the change it describes.
+    On PostgreSQL a trigger refuses UPDATE and DELETE on this table (migration 0002).
+    """
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Empty for the system (a periodic task or the posting job).",
+    )
+    actor_name = models.CharField(
+        max_length=150, help_text="The username at the time, or 'system'."
+    )
+    action = models.CharField(
+        max_length=64, db_index=True, help_text="Namespaced, e.g. proposal.approved"
+    )
+    object_type = models.CharField(max_length=40)
+    object_id = models.CharField(max_length=64)
+    tournament_external_id = models.CharField(max_length=128, blank=True, db_index=True)
+    player_ids = models.JSONField(
+        default=list, blank=True, help_text="Players this event concerns, for lookup."
+    )
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    request_id = models.CharField(max_length=64, blank=True)
+    ip = models.GenericIPAddressField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["object_type", "object_id"])]
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.object_type}:{self.object_id}"

@@ -1,0 +1,35 @@
+from django.db import transaction
+
+from . import context
+from .models import AuditEvent
+
+
+def record(
+    action, obj, *, actor, before=None, after=None, reason="", tournament=None, player_ids=None
+):
+    """Write the audit event for a state change. Must run inside the change's own transaction.
+
+    `actor` is a user, or None for the system. `tournament` is the Tournament (or its external
+    id) the change concerns, so that the history can be searched by tournament.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError(f"audit event {action} written outside a transaction")
+    ctx = context.current.get()
+    if tournament is not None and not isinstance(tournament, str):
+        tournament = tournament.external_id
+    return AuditEvent.objects.create(
+        actor=actor if actor is not None and actor.is_authenticated else None,
+        actor_name=actor.get_username()
+        if actor is not None and actor.is_authenticated
+        else "system",
+        action=action,
+        object_type=obj._meta.model_name if hasattr(obj, "_meta") else type(obj).__name__.lower(),
+        object_id=str(obj.pk),
+        tournament_external_id=tournament or "",
+        player_ids=list(player_ids or []),
+        before=before,
+        after=after,
+        reason=reason or "",
+        request_id=ctx.request_id,
+        ip=ctx.ip,
+    )

@@ -1,0 +1,139 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+class PayoutProposal(models.Model):
+    """The engine's answer for one incident, stored so that what was approved is what is posted.
+
+    `fingerprint` is the SHA-256 of the canonical lines; approval quotes the fingerprint the
+    manager saw and posting refuses lines that no longer match it.
+    """
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+        REJECTED = "rejected", "Rejected"
+        APPROVED = "approved", "Approved"
+        POSTING = "posting", "Posting"
+        POSTED = "posted", "Posted"
+        FAILED = "failed", "Posting failed"
+
+    incident = models.ForeignKey(
+        "incidents.Incident", on_delete=models.PROTECT, related_name="proposals"
+    )
+    snapshot = models.ForeignKey(
+        "tournaments.Snapshot", on_delete=models.PROTECT, related_name="proposals"
+    )
+    version = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+
+    rule = models.CharField(max_length=20)
+    currency = models.CharField(max_length=3)
+    failed_at = models.DateTimeField(help_text="The incident timing the engine was given.")
+    site_wide_issue = models.BooleanField()
+    summary = models.JSONField(help_text="The payout-proposal/1 summary, amounts as strings.")
+    warnings = models.JSONField(default=list, blank=True)
+    fingerprint = models.CharField(max_length=64)
+    total_cents = models.BigIntegerField()
+    lines_count = models.PositiveIntegerField()
+
+    prepared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    prepared_at = models.DateTimeField()
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_fingerprint = models.CharField(max_length=64, blank=True)
+    rejected_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    rejected_at = models.DateTimeField(null=True, blank=True)
+    rejection_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["incident", "version"], name="proposal_version_unique"),
+            # Four eyes: the approver neither prepared nor submitted the proposal.
+            models.CheckConstraint(
+                condition=Q(approved_by__isnull=True) | ~Q(approved_by=F("prepared_by")),
+                name="approver_is_not_preparer",
+            ),
+            models.CheckConstraint(
+                condition=Q(approved_by__isnull=True)
+                | Q(submitted_by__isnull=True)
+                | ~Q(approved_by=F("submitted_by")),
+                name="approver_is_not_submitter",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status__in=["approved", "posting", "posted", "failed"])
+                | (Q(approved_by__isnull=False) & Q(approved_fingerprint=F("fingerprint"))),
+                name="approved_proposal_names_its_fingerprint",
+            ),
+            # At most one proposal per incident that is not rejected: drafts are replaced in place.
+            models.UniqueConstraint(
+                fields=["incident"],
+                condition=~Q(status="rejected"),
+                name="one_live_proposal_per_incident",
+            ),
+            models.CheckConstraint(
+                condition=Q(total_cents__gte=0), name="proposal_total_not_negative"
+            ),
+        ]
+
+    def __str__(self):
+        return f"Proposal {self.pk} v{self.version} ({self.get_status_display()})"
+
+
+class PayoutLine(models.Model):
+    """One entry's line of a proposal, in snapshot order. Eliminated entries get a zero line."""
+
+    proposal = models.ForeignKey(PayoutProposal, on_delete=models.CASCADE, related_name="lines")
+    position = models.PositiveIntegerField()
+    entry_id = models.CharField(max_length=128)
+    player_id = models.CharField(max_length=128)
+    screen_name = models.CharField(max_length=128, blank=True)
+    status = models.CharField(max_length=10)
+    chips = models.BigIntegerField()
+    buy_in_refund_cents = models.BigIntegerField()
+    next_prize_cents = models.BigIntegerField()
+    chip_equity_cents = models.BigIntegerField()
+    fee_refund_cents = models.BigIntegerField()
+    total_cents = models.BigIntegerField()
+    capped = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["proposal", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["proposal", "entry_id"], name="line_entry_unique"),
+            models.UniqueConstraint(fields=["proposal", "position"], name="line_position_unique"),
+            models.CheckConstraint(
+                condition=Q(buy_in_refund_cents__gte=0)
+                & Q(next_prize_cents__gte=0)
+                & Q(chip_equity_cents__gte=0)
+                & Q(fee_refund_cents__gte=0),
+                name="line_amounts_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    total_cents=F("buy_in_refund_cents")
+                    + F("next_prize_cents")
+                    + F("chip_equity_cents")
+                    + F("fee_refund_cents")
+                ),
+                name="line_total_is_sum",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["proposal", "player_id"]),
+            models.Index(fields=["proposal", "screen_name"]),
+            models.Index(fields=["proposal", "chips", "position"]),
+            models.Index(fields=["proposal", "total_cents", "position"]),
+        ]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TournamentsConfig(AppConfig):
+    name = "refunds_admin.tournaments"
+    label = "tournaments"

@@ -1,0 +1,163 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Tournament(models.Model):
+    """A tournament as the game platform knows it, identified by its `external_id`.
+
+    The nominal fields mirror the current snapshot; every snapshot version is kept.
+    """
+
+    external_id = models.CharField(max_length=128, unique=True)
+    name = models.CharField(max_length=255)
+    currency = models.CharField(max_length=3)
+    buy_in_cents = models.BigIntegerField()
+    fee_cents = models.BigIntegerField()
+    starts_at = models.DateTimeField(help_text="When play actually began (cards in the air).")
+    current_snapshot = models.ForeignKey(
+        "Snapshot", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    frozen_at = models.DateTimeField(
+        null=True, blank=True, help_text="Set when a proposal is approved: no re-import after that."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-starts_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(buy_in_cents__gte=0) & Q(fee_cents__gte=0),
+                name="tournament_amounts_not_negative",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.external_id} {self.name}"
+
+
+class Snapshot(models.Model):
+    """One imported `tournament-snapshot/1` document, exactly as received. Immutable.
+
+    Re-importing a tournament adds a version; proposals name the version they were computed from,
+    so a replay years later reads the very same document.
+    """
+
+    class Source(models.TextChoices):
+        UPLOAD = "upload", "Uploaded JSON"
+        CSV = "csv", "CSV form"
+        API = "api", "API"
+        CLI = "cli", "Command line"
+        DEMO = "demo", "Demo data"
+
+    tournament = models.ForeignKey(Tournament, on_delete=models.PROTECT, related_name="snapshots")
+    version = models.PositiveIntegerField()
+    document = models.TextField(help_text="The snapshot JSON as received, byte for byte (UTF-8).")
+    sha256 = models.CharField(max_length=64)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    entries_count = models.PositiveIntegerField()
+    active_count = models.PositiveIntegerField()
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    imported_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["tournament", "-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tournament", "version"], name="snapshot_version_unique"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.tournament.external_id} v{self.version}"
+
+
+class PrizePlace(models.Model):
+    """One paid place of a snapshot's prize table (ranges are expanded to one row per place)."""
+
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="prize_places")
+    place = models.PositiveIntegerField()
+    amount_cents = models.BigIntegerField(
+        help_text="Cash value; a non-cash prize counts at its stated value."
+    )
+    non_cash = models.BooleanField(default=False)
+    description = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["snapshot", "place"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "place"], name="prize_place_unique"),
+            models.CheckConstraint(
+                condition=Q(amount_cents__gte=0), name="prize_amount_not_negative"
+            ),
+            models.CheckConstraint(condition=Q(place__gte=1), name="prize_place_from_one"),
+        ]
+
+
+class Entry(models.Model):
+    """One entry of a snapshot. A player who re-entered holds several entries, at most one active."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        ELIMINATED = "eliminated", "Eliminated"
+
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="entries")
+    position = models.PositiveIntegerField(help_text="Order in the snapshot, which proposals keep.")
+    entry_id = models.CharField(max_length=128)
+    player_id = models.CharField(max_length=128, db_index=True)
+    screen_name = models.CharField(max_length=128, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices)
+    chips = models.BigIntegerField(default=0)
+    buy_in_paid_cents = models.BigIntegerField()
+    fee_paid_cents = models.BigIntegerField()
+    finish_place = models.PositiveIntegerField(null=True, blank=True)
+    prize_awarded_cents = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["snapshot", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["snapshot", "entry_id"], name="entry_id_unique_per_snapshot"
+            ),
+            models.UniqueConstraint(fields=["snapshot", "position"], name="entry_position_unique"),
+            models.UniqueConstraint(
+                fields=["snapshot", "player_id"],
+                condition=Q(status="active"),
+                name="one_active_entry_per_player",
+            ),
+            models.CheckConstraint(
+                condition=Q(buy_in_paid_cents__gte=0) & Q(fee_paid_cents__gte=0) & Q(chips__gte=0),
+                name="entry_amounts_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=(Q(status="active") & Q(chips__gt=0))
+                | (Q(status="eliminated") & Q(chips=0)),
+                name="entry_chips_match_status",
+            ),
+        ]
+        indexes = [models.Index(fields=["snapshot", "screen_name"])]
+
+
+class ApiClient(models.Model):
+    """A caller of POST /api/snapshots (the game platform). Only a hash of the token is kept."""
+
+    name = models.CharField(max_length=100, unique=True)
+    token_prefix = models.CharField(
+        max_length=12, help_text="First characters, to tell tokens apart."
+    )
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    acting_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Imports are audited as this user; it must hold the support or manager role.",
+    )
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.name} ({self.token_prefix}…)"

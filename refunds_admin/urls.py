@@ -1,0 +1,9 @@
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("api/", include("refunds_admin.tournaments.api_urls")),
+    path("", include("refunds_admin.web.urls")),
+]
