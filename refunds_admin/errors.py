@@ -1,0 +1,22 @@
+"""Errors the services raise for people to read.
+
+`PermissionDenied` (Django's) means the user's role does not allow the action. `Refused` means
+the action is allowed in general but not now or not with this input; its message says why in the
+domain's words ("proposal 12 is already approved"). Views show it, commands print it, the API
+returns it as JSON.
+"""
+
+
+class Refused(Exception):
+    """A business rule refuses the action; nothing was changed."""
+
+    def __init__(self, message, *, problems=None):
+        super().__init__(message)
+        self.message = message
+        # For invalid input: a list of (field or row, message) pairs, every problem found.
+        self.problems = list(problems or [])
+
+    def __str__(self):
+        if not self.problems:
+            return self.message
+        return self.message + "\n" + "\n".join(f"- {where}: {what}" for where, what in self.problems)
