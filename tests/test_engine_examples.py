@@ -93,7 +93,9 @@ def test_it_says_when_the_explained_entry_does_not_exist():
 def test_it_adds_the_fingerprint_when_asked():
     code, out, _ = _run(str(EXAMPLES / "05-first-place-cap.scenario.json"), "--fingerprint")
     scenario, _ = example("05-first-place-cap")
-    assert json.loads(out)["fingerprint"] == compute_proposal(parse_snapshot(scenario)).fingerprint()
+    assert (
+        json.loads(out)["fingerprint"] == compute_proposal(parse_snapshot(scenario)).fingerprint()
+    )
 
 
 def test_it_runs_as_manage_py_command(tmp_path):
@@ -101,7 +103,12 @@ def test_it_runs_as_manage_py_command(tmp_path):
     import sys
 
     res = subprocess.run(
-        [sys.executable, "manage.py", "compute_payouts", str(EXAMPLES / "08-refused-two-active-entries.scenario.json")],
+        [
+            sys.executable,
+            "manage.py",
+            "compute_payouts",
+            str(EXAMPLES / "08-refused-two-active-entries.scenario.json"),
+        ],
         capture_output=True,
         text=True,
     )
