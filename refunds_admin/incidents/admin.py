@@ -11,7 +11,16 @@ class RestartAttemptInline(ReadOnlyInline):
 
 @admin.register(Incident)
 class IncidentAdmin(ReadOnlyAdmin):
-    list_display = ("id", "tournament", "status", "failed_at", "cause", "rule", "site_wide_issue", "recorded_by")
+    list_display = (
+        "id",
+        "tournament",
+        "status",
+        "failed_at",
+        "cause",
+        "rule",
+        "site_wide_issue",
+        "recorded_by",
+    )
     list_filter = ("status", "cause", "rule", "site_wide_issue")
     search_fields = ("tournament__external_id", "description")
     list_select_related = ("tournament", "recorded_by")

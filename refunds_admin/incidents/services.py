@@ -51,7 +51,9 @@ def _check_moment(value, field, *, not_before=None, not_before_what="", now=None
     if value > now:
         return [(field, f"{value.isoformat()} is in the future")]
     if not_before is not None and value < not_before:
-        return [(field, f"{value.isoformat()} is before {not_before_what} {not_before.isoformat()}")]
+        return [
+            (field, f"{value.isoformat()} is before {not_before_what} {not_before.isoformat()}")
+        ]
     return []
 
 
@@ -196,7 +198,9 @@ def record_incident(tournament, *, failed_at, cause, description, acting_user):
                 rule=rule,
             )
     except IntegrityError:
-        raise Refused("Another incident was recorded for this tournament at the same time.") from None
+        raise Refused(
+            "Another incident was recorded for this tournament at the same time."
+        ) from None
     record(
         "incident.recorded",
         incident,
@@ -340,7 +344,7 @@ def cancel_after_window(incident, *, acting_user):
     _cancel(
         fresh,
         because=Incident.CancelledBecause.WINDOW_PASSED,
-        reason="not resumed within 30 minutes",
+        reason="",  # the cause is in `cancelled_because`; no one's judgement to record
         acting_user=acting_user,
     )
     return _sync(incident)

@@ -9,7 +9,18 @@ from .models import PayoutLine, PayoutProposal
 class PayoutProposalAdmin(ReadOnlyAdmin):
     """Read-only: proposals change only through the services (four eyes, fingerprint)."""
 
-    list_display = ("id", "incident", "version", "status", "rule", "currency", "total_cents", "lines_count", "prepared_by", "approved_by")
+    list_display = (
+        "id",
+        "incident",
+        "version",
+        "status",
+        "rule",
+        "currency",
+        "total_cents",
+        "lines_count",
+        "prepared_by",
+        "approved_by",
+    )
     list_filter = ("status", "rule", "currency")
     search_fields = ("incident__tournament__external_id", "fingerprint")
     list_select_related = ("incident__tournament", "prepared_by", "approved_by")
@@ -17,7 +28,16 @@ class PayoutProposalAdmin(ReadOnlyAdmin):
 
 @admin.register(PayoutLine)
 class PayoutLineAdmin(ReadOnlyAdmin):
-    list_display = ("proposal", "position", "entry_id", "player_id", "status", "chips", "total_cents", "capped")
+    list_display = (
+        "proposal",
+        "position",
+        "entry_id",
+        "player_id",
+        "status",
+        "chips",
+        "total_cents",
+        "capped",
+    )
     list_filter = ("status", "capped")
     search_fields = ("entry_id", "player_id", "screen_name")
     list_select_related = ("proposal",)

@@ -78,7 +78,9 @@ def _insert_lines(proposal, lines):
     bulk_create elsewhere. Line positions follow the snapshot's entry order."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY proposals_payoutline ({_LINE_COLUMNS}) FROM STDIN") as copy:
+            with cursor.cursor.copy(
+                f"COPY proposals_payoutline ({_LINE_COLUMNS}) FROM STDIN"
+            ) as copy:
                 pid = proposal.pk
                 for position, line in enumerate(lines):
                     copy.write_row(
@@ -126,9 +128,7 @@ def _stale_reasons(proposal, incident, tournament):
     """Why the proposal no longer describes the current facts (empty when it does)."""
     reasons = []
     if tournament.current_snapshot_id != proposal.snapshot_id:
-        reasons.append(
-            "the tournament's snapshot was re-imported after this proposal was prepared"
-        )
+        reasons.append("the tournament's snapshot was re-imported after this proposal was prepared")
     if incident.failed_at != proposal.failed_at:
         reasons.append("the incident's failure time changed after this proposal was prepared")
     if incident.site_wide_issue != proposal.site_wide_issue:
@@ -184,7 +184,9 @@ def prepare_proposal(incident, *, acting_user):
         .first()
     )
     if live is not None and live.status in DECIDED:
-        raise Refused(f"Proposal {live.pk} is {live.status}: an approved proposal is never replaced.")
+        raise Refused(
+            f"Proposal {live.pk} is {live.status}: an approved proposal is never replaced."
+        )
 
     result = _compute(engine_snapshot(snapshot), incident.failed_at, incident.site_wide_issue)
     fields = {
@@ -404,7 +406,7 @@ def replay_proposal(proposal):
     stored = stored.values_list(*(db for db, _ in _LINE_FIELDS)).iterator(chunk_size=5000)
     count = 0
     for count, (row, line) in enumerate(zip(stored, result.lines, strict=False), start=1):
-        for value, (db, attr) in zip(row, _LINE_FIELDS, strict=True):
+        for value, (_column, attr) in zip(row, _LINE_FIELDS, strict=True):
             if value != getattr(line, attr) and len(differences) < MAX_DIFFERENCES:
                 differences.append(
                     f"line {count} ({line.entry_id}) {attr}: stored {value}, recomputed "

@@ -61,4 +61,3 @@ def snapshots(request):
         },
         status=201,
     )
-

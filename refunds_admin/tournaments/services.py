@@ -105,7 +105,9 @@ def import_snapshot(raw, *, acting_user, source):
     try:
         parsed = parse_snapshot(text)
     except SnapshotError as e:
-        raise Refused("The snapshot was refused; nothing was imported.", problems=_problems_of(e))
+        raise Refused(
+            "The snapshot was refused; nothing was imported.", problems=_problems_of(e)
+        ) from None
     sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return _store(parsed, text, sha256, acting_user=acting_user, source=source)
 
@@ -128,8 +130,7 @@ def _store(parsed, text, sha256, *, acting_user, source):
                 tournament = Tournament.objects.create(external_id=parsed.external_id, **fields)
         except IntegrityError:
             raise Refused(
-                f"Tournament {parsed.external_id} was being imported at the same time; "
-                "try again."
+                f"Tournament {parsed.external_id} was being imported at the same time; try again."
             ) from None
     else:
         if tournament.frozen_at is not None:
@@ -379,7 +380,9 @@ def _entries_from_csv(data):
     rows, problems = _read_csv(data, "entries CSV", ENTRY_COLUMNS, ENTRY_REQUIRED)
     entries, where = [], []
     for number, row in rows:
-        label = f"entries CSV row {number}" + (f" (entry {row['entry_id']})" if row.get("entry_id") else "")
+        label = f"entries CSV row {number}" + (
+            f" (entry {row['entry_id']})" if row.get("entry_id") else ""
+        )
         entry = {}
         for name in ENTRY_COLUMNS:
             value = row.get(name, "")

@@ -35,9 +35,17 @@ TOURNAMENTS = [
     ("06-non-cash-prize.json", timedelta(hours=1), None),
     ("03-early-failure-full-refund.json", timedelta(minutes=50), None),
     # Failed 10 minutes ago: the 30-minute countdown is running.
-    ("02-not-in-the-money.json", timedelta(hours=2, minutes=15), ("open", timedelta(hours=2, minutes=5))),
+    (
+        "02-not-in-the-money.json",
+        timedelta(hours=2, minutes=15),
+        ("open", timedelta(hours=2, minutes=5)),
+    ),
     # Failed 49 minutes ago, never resumed: cancelled, proposal prepared, waiting to be submitted.
-    ("01-in-the-money.json", timedelta(hours=6, minutes=30), ("cancelled", timedelta(hours=5, minutes=41))),
+    (
+        "01-in-the-money.json",
+        timedelta(hours=6, minutes=30),
+        ("cancelled", timedelta(hours=5, minutes=41)),
+    ),
 ]
 
 
