@@ -71,9 +71,16 @@ def test_it_keeps_non_cash_prizes_and_per_entry_amounts(support):
 
 def test_it_exports_exactly_what_was_imported(support):
     # Odd spacing, key order and non-ASCII text must survive the round trip.
-    raw = '{ "format":"tournament-snapshot/1",\n  "entries": %s,\n"tournament": %s }' % (
-        json.dumps(snapshot_doc()["entries"], ensure_ascii=False),
-        json.dumps(snapshot_doc(name="Sonntag Spezial – 30 €")["tournament"], ensure_ascii=False),
+    entries = json.dumps(snapshot_doc()["entries"], ensure_ascii=False)
+    tournament = json.dumps(
+        snapshot_doc(name="Sonntag Spezial – 30 €")["tournament"], ensure_ascii=False
+    )
+    raw = (
+        '{ "format":"tournament-snapshot/1",\n  "entries": '
+        + entries
+        + ',\n"tournament": '
+        + tournament
+        + " }"
     )
     snapshot = import_snapshot(raw.encode(), acting_user=support, source=Snapshot.Source.CLI)
     exported = export_snapshot(snapshot.tournament)
