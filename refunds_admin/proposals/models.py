@@ -95,7 +95,10 @@ class PayoutProposal(models.Model):
 class PayoutLine(models.Model):
     """One entry's line of a proposal, in snapshot order. Eliminated entries get a zero line."""
 
-    proposal = models.ForeignKey(PayoutProposal, on_delete=models.CASCADE, related_name="lines")
+    # No separate index on proposal_id: the unique (proposal, entry_id) index starts with it.
+    proposal = models.ForeignKey(
+        PayoutProposal, on_delete=models.CASCADE, related_name="lines", db_index=False
+    )
     position = models.PositiveIntegerField()
     entry_id = models.CharField(max_length=128)
     player_id = models.CharField(max_length=128)

@@ -18,12 +18,13 @@ from threading import Lock
 from typing import NamedTuple
 
 from django.core.exceptions import PermissionDenied
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
+from refunds_admin.bulk import insert_rows
 from refunds_admin.errors import Refused
 from refunds_admin.incidents.models import Incident
 from refunds_admin.ledger import services as ledger
@@ -67,60 +68,46 @@ def _summary_for_storage(result):
 
 
 _LINE_COLUMNS = (
-    "proposal_id, position, entry_id, player_id, screen_name, status, chips, "
-    "buy_in_refund_cents, next_prize_cents, chip_equity_cents, fee_refund_cents, total_cents, "
-    "capped"
+    "proposal_id",
+    "position",
+    "entry_id",
+    "player_id",
+    "screen_name",
+    "status",
+    "chips",
+    "buy_in_refund_cents",
+    "next_prize_cents",
+    "chip_equity_cents",
+    "fee_refund_cents",
+    "total_cents",
+    "capped",
 )
 
 
 def _insert_lines(proposal, lines):
-    """Write the proposal's lines: COPY on PostgreSQL (100k lines well under a second),
-    bulk_create elsewhere. Line positions follow the snapshot's entry order."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            with cursor.cursor.copy(
-                f"COPY proposals_payoutline ({_LINE_COLUMNS}) FROM STDIN"
-            ) as copy:
-                pid = proposal.pk
-                for position, line in enumerate(lines):
-                    copy.write_row(
-                        (
-                            pid,
-                            position,
-                            line.entry_id,
-                            line.player_id,
-                            line.screen_name or "",
-                            line.status,
-                            line.chips,
-                            line.buy_in_refund,
-                            line.next_prize,
-                            line.chip_equity,
-                            line.fee_refund,
-                            line.total,
-                            bool(line.capped),
-                        )
-                    )
-        return
-    PayoutLine.objects.bulk_create(
+    """Write the proposal's lines in snapshot order (COPY on PostgreSQL)."""
+    pid = proposal.pk
+    insert_rows(
+        PayoutLine,
+        _LINE_COLUMNS,
         (
-            PayoutLine(
-                proposal=proposal,
-                position=position,
-                entry_id=line.entry_id,
-                player_id=line.player_id,
-                screen_name=line.screen_name or "",
-                status=line.status,
-                chips=line.chips,
-                buy_in_refund_cents=line.buy_in_refund,
-                next_prize_cents=line.next_prize,
-                chip_equity_cents=line.chip_equity,
-                fee_refund_cents=line.fee_refund,
-                total_cents=line.total,
-                capped=bool(line.capped),
+            (
+                pid,
+                position,
+                ln.entry_id,
+                ln.player_id,
+                ln.screen_name or "",
+                ln.status,
+                ln.chips,
+                ln.buy_in_refund,
+                ln.next_prize,
+                ln.chip_equity,
+                ln.fee_refund,
+                ln.total,
+                bool(ln.capped),
             )
-            for position, line in enumerate(lines)
+            for position, ln in enumerate(lines)
         ),
-        batch_size=2000,
     )
 
 

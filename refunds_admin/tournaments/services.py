@@ -14,12 +14,13 @@ import secrets
 from collections import OrderedDict
 from threading import Lock
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
+from refunds_admin.bulk import insert_rows
 from refunds_admin.errors import Refused
 from refunds_admin.payouts import SnapshotError, parse_snapshot
 
@@ -158,16 +159,15 @@ def _store(parsed, text, sha256, *, acting_user, source):
         active_count=active,
         imported_by=acting_user if acting_user and acting_user.is_authenticated else None,
     )
-    PrizePlace.objects.bulk_create(
-        PrizePlace(
-            snapshot=snapshot,
-            place=place,
-            amount_cents=row.amount,
-            non_cash=bool(row.non_cash),
-            description=row.description or "",
-        )
-        for row in parsed.prizes
-        for place in range(row.place_from, row.place_to + 1)
+    sid = snapshot.pk
+    insert_rows(
+        PrizePlace,
+        ("snapshot_id", "place", "amount_cents", "non_cash", "description"),
+        (
+            (sid, place, row.amount, bool(row.non_cash), row.description or "")
+            for row in parsed.prizes
+            for place in range(row.place_from, row.place_to + 1)
+        ),
     )
     _insert_entries(snapshot, parsed.entries)
     tournament.current_snapshot = snapshot
@@ -228,51 +228,44 @@ def _refresh_live_incident_rule(tournament, parsed, acting_user):
         store_rule(incident, parsed, acting_user=acting_user, why="snapshot re-imported")
 
 
+ENTRY_COLUMNS_IN_DB = (
+    "snapshot_id",
+    "position",
+    "entry_id",
+    "player_id",
+    "screen_name",
+    "status",
+    "chips",
+    "buy_in_paid_cents",
+    "fee_paid_cents",
+    "finish_place",
+    "prize_awarded_cents",
+)
+
+
 def _insert_entries(snapshot, entries):
-    """Write the entries: COPY on PostgreSQL (100k rows in well under a second), else bulk_create."""
-    if connection.vendor == "postgresql":
-        columns = (
-            "snapshot_id, position, entry_id, player_id, screen_name, status, chips, "
-            "buy_in_paid_cents, fee_paid_cents, finish_place, prize_awarded_cents"
-        )
-        with connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY tournaments_entry ({columns}) FROM STDIN") as copy:
-                sid = snapshot.pk
-                for position, e in enumerate(entries):
-                    copy.write_row(
-                        (
-                            sid,
-                            position,
-                            e.entry_id,
-                            e.player_id,
-                            e.screen_name or "",
-                            e.status,
-                            e.chips or 0,
-                            e.buy_in_paid,
-                            e.fee_paid,
-                            e.finish_place,
-                            e.prize_awarded,
-                        )
-                    )
-        return
-    Entry.objects.bulk_create(
+    """Write the entries in snapshot order (COPY on PostgreSQL); `position` is the index in the
+    document's `entries` array, so row `entries[4]` of an error message is position 4."""
+    sid = snapshot.pk
+    insert_rows(
+        Entry,
+        ENTRY_COLUMNS_IN_DB,
         (
-            Entry(
-                snapshot=snapshot,
-                position=position,
-                entry_id=e.entry_id,
-                player_id=e.player_id,
-                screen_name=e.screen_name or "",
-                status=e.status,
-                chips=e.chips or 0,
-                buy_in_paid_cents=e.buy_in_paid,
-                fee_paid_cents=e.fee_paid,
-                finish_place=e.finish_place,
-                prize_awarded_cents=e.prize_awarded,
+            (
+                sid,
+                position,
+                e.entry_id,
+                e.player_id,
+                e.screen_name or "",
+                e.status,
+                e.chips or 0,
+                e.buy_in_paid,
+                e.fee_paid,
+                e.finish_place,
+                e.prize_awarded,
             )
             for position, e in enumerate(entries)
         ),
-        batch_size=2000,
     )
 
 
