@@ -9,6 +9,7 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 
+import django
 from django.conf import settings
 from django.db import connection
 from django.test.utils import setup_databases, teardown_databases
@@ -20,6 +21,7 @@ GOAL_PREPARE = 3.0
 
 
 def _postgres():
+    django.setup()  # run.py sets DJANGO_SETTINGS_MODULE; setting up twice is harmless
     if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         print("   skipped: needs PostgreSQL (set DATABASE_URL=postgres://...)")
         return False
