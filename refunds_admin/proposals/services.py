@@ -84,10 +84,10 @@ _LINE_COLUMNS = (
 )
 
 
-def _insert_lines(proposal, lines):
+def _insert_lines(proposal, lines, *, meanwhile=None):
     """Write the proposal's lines in snapshot order (COPY on PostgreSQL)."""
     pid = proposal.pk
-    insert_rows(
+    return insert_rows(
         PayoutLine,
         _LINE_COLUMNS,
         (
@@ -108,6 +108,7 @@ def _insert_lines(proposal, lines):
             )
             for position, ln in enumerate(lines)
         ),
+        meanwhile=meanwhile,
     )
 
 
@@ -185,7 +186,7 @@ def prepare_proposal(incident, *, acting_user):
         "site_wide_issue": incident.site_wide_issue,
         "summary": _summary_for_storage(result),
         "warnings": list(result.warnings),
-        "fingerprint": result.fingerprint(),
+        "fingerprint": "",  # computed while the lines are written, below
         "total_cents": result.summary["total"],
         "lines_count": len(result.lines),
         "prepared_by": acting_user,
@@ -205,7 +206,9 @@ def prepare_proposal(incident, *, acting_user):
     else:
         version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
         proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
-    _insert_lines(proposal, result.lines)
+    # The fingerprint (SHA-256 of the canonical lines) is computed while PostgreSQL writes them.
+    proposal.fingerprint = _insert_lines(proposal, result.lines, meanwhile=result.fingerprint)
+    PayoutProposal.objects.filter(pk=proposal.pk).update(fingerprint=proposal.fingerprint)
     record(
         "proposal.prepared",
         proposal,
