@@ -50,13 +50,13 @@ def db_for_threads(reenable_audit_truncate_guard, transactional_db):
 def submitted(db_for_threads, django_user_model, monkeypatch):
     record_scheduled_postings(monkeypatch)
     preparer = django_user_model.objects.create(username="sue_support")
-    preparer.groups.add(Group.objects.get(name="support"))
+    preparer.groups.add(Group.objects.get_or_create(name="support")[0])
     proposal = services.prepare_proposal(cancelled_incident(preparer), acting_user=preparer)
     return services.submit_proposal(proposal, acting_user=preparer)
 
 
 def _managers(django_user_model, *names):
-    group = Group.objects.get(name="manager")
+    group = Group.objects.get_or_create(name="manager")[0]
     users = []
     for name in names:
         user = django_user_model.objects.create(username=name)

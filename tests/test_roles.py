@@ -115,7 +115,7 @@ PERSONAS = ["support", "manager", "auditor", "outsider"]
 @pytest.fixture
 def helper(django_user_model):
     user = django_user_model.objects.create(username="hal_helper")
-    user.groups.add(Group.objects.get(name="support"))
+    user.groups.add(Group.objects.get_or_create(name="support")[0])
     return user
 
 

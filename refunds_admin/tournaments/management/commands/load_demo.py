@@ -87,7 +87,7 @@ class Command(BaseCommand):
             user.is_superuser = user.is_staff = role is None
             user.save()
             if role:
-                user.groups.add(Group.objects.get(name=role))
+                user.groups.add(Group.objects.get_or_create(name=role)[0])
             users[username] = user
         return users
 
