@@ -46,11 +46,16 @@ def engine_snapshot(snapshot):
             _PARSED.move_to_end(key)
             return _PARSED[key]
     parsed = parse_snapshot(snapshot.document)
+    _remember(key, parsed)
+    return parsed
+
+
+def _remember(key, parsed):
     with _PARSED_LOCK:
         _PARSED[key] = parsed
+        _PARSED.move_to_end(key)
         while len(_PARSED) > _PARSED_SIZE:
             _PARSED.popitem(last=False)
-    return parsed
 
 
 def _problems_of(error):
@@ -172,6 +177,8 @@ def _store(parsed, text, sha256, *, acting_user, source):
     _insert_entries(snapshot, parsed.entries)
     tournament.current_snapshot = snapshot
     tournament.save()
+    # The rule preview and the proposal that usually follow need the parsed snapshot: keep it.
+    transaction.on_commit(lambda: _remember((snapshot.pk, sha256), parsed))
 
     record(
         "snapshot.imported",
