@@ -220,10 +220,11 @@ def record_incident(tournament, *, failed_at, cause, description, acting_user):
 
 def _require_open(incident, doing):
     if incident.status != Incident.Status.OPEN:
-        raise Refused(
-            f"Incident {incident.pk} is {incident.get_status_display().lower()}, not open: "
-            f"cannot {doing}."
-        )
+        closed = {
+            Incident.Status.RESUMED: "closed: play resumed",
+            Incident.Status.CANCELLED: "closed: the tournament was cancelled",
+        }[incident.status]
+        raise Refused(f"Incident {incident.pk} is not open ({closed}); cannot {doing}.")
 
 
 @transaction.atomic
