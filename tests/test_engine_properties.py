@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from refunds_admin.payouts import SnapshotError, compute_proposal, parse_snapshot
 from refunds_admin.payouts.snapshot import (
+    EntryColumns,
     _parse_entries_in_bulk,
     _parse_entries_one_by_one,
     _Problems,
@@ -191,7 +192,7 @@ def test_it_validates_entries_the_same_way_in_bulk_and_one_by_one(raw):
     slow = _parse_entries_one_by_one(raw, 3000, 300, problems)
     if bulk is not None:
         assert not problems, problems.items
-        assert list(bulk) == slow
+        assert bulk == EntryColumns.from_entries(slow)
 
 
 @st.composite
@@ -222,7 +223,7 @@ def test_it_validates_nearly_valid_entries_the_same_way_in_bulk_and_one_by_one(r
     slow = _parse_entries_one_by_one(raw, 3000, 300, problems)
     if bulk is not None:
         assert not problems, problems.items
-        assert list(bulk) == slow
+        assert bulk == EntryColumns.from_entries(slow)
     elif not problems:
         # The bulk path may give up on valid input (it then costs time, not correctness),
         # but for plain valid entries like these it should not.

@@ -94,10 +94,12 @@ def _write_proposal_json(proposal, out, fingerprint):
     amounts = _CentsText()
     head = json.dumps(doc, indent=1, ensure_ascii=False)
     out.write(head[:-2] + ',\n "lines": [\n')
-    lines = proposal.lines
-    for start in range(0, len(lines), 16384):
-        chunk = lines[start : start + 16384]
-        ids, players, _, statuses, chips, b, n, c, f, t, capped = zip(*chunk)
+    columns = proposal.columns
+    total = len(columns.entry_id)
+    for start in range(0, total, 16384):
+        ids, players, _, statuses, chips, b, n, c, f, t, capped = (
+            col[start : start + 16384] for col in columns
+        )
         text = ",\n".join(
             map(
                 _LINE.format,
@@ -108,7 +110,7 @@ def _write_proposal_json(proposal, out, fingerprint):
             )
         )  # fmt: skip
         out.write(text)
-        out.write(",\n" if start + 16384 < len(lines) else "\n")
+        out.write(",\n" if start + 16384 < total else "\n")
     out.write(" ]\n}\n")
 
 

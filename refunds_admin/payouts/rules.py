@@ -9,8 +9,9 @@ import heapq
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
+from functools import cached_property
 from itertools import compress, islice, repeat
-from operator import add
+from operator import add, mul
 from typing import NamedTuple
 
 from ._gc import paused_gc
@@ -44,6 +45,22 @@ class Line(NamedTuple):
     capped: bool
 
 
+class LineColumns(NamedTuple):
+    """The proposal's lines column by column, in snapshot order (see EntryColumns)."""
+
+    entry_id: list
+    player_id: list
+    screen_name: list
+    status: list
+    chips: list
+    buy_in_refund: list
+    next_prize: list
+    chip_equity: list
+    fee_refund: list
+    total: list
+    capped: list
+
+
 @dataclass
 class Proposal:
     external_id: str
@@ -52,37 +69,38 @@ class Proposal:
     rule: str
     elapsed_seconds: Fraction  # failed_at - starts_at, exact
     site_wide_issue: bool
-    lines: list
-    summary: dict  # amounts in cents
+    columns: LineColumns | None = None
+    summary: dict = field(default_factory=dict)  # amounts in cents
     warnings: list = field(default_factory=list)
     # How the chip equity was shared among the uncapped entries, for statements.
     equity_chips: int = 0  # chips of the entries that shared the equity pool after capping
     equity_shared: int = 0  # cents shared among them (E')
 
+    @cached_property
+    def lines(self):
+        """The lines as Line tuples (built on first use from the columns)."""
+        return list(map(Line._make, zip(*self.columns)))
+
     def fingerprint(self):
-        return fingerprint_lines(
-            self.external_id,
-            self.currency,
-            self.rule,
-            (
-                (
-                    ln.entry_id,
-                    ln.player_id,
-                    ln.buy_in_refund,
-                    ln.next_prize,
-                    ln.chip_equity,
-                    ln.fee_refund,
-                    ln.total,
-                )
-                for ln in self.lines
-            ),
+        c = self.columns
+        rows = zip(
+            c.entry_id,
+            c.player_id,
+            c.buy_in_refund,
+            c.next_prize,
+            c.chip_equity,
+            c.fee_refund,
+            c.total,
         )
+        return fingerprint_lines(self.external_id, self.currency, self.rule, rows)
 
     def line_for(self, entry_id):
-        for ln in self.lines:
-            if ln.entry_id == entry_id:
-                return ln
-        raise KeyError(entry_id)
+        try:
+            return Line._make(
+                column[self.columns.entry_id.index(entry_id)] for column in self.columns
+            )
+        except ValueError:
+            raise KeyError(entry_id) from None
 
     def to_json(self, *, with_fingerprint=True, with_lines=True):
         """The payout-proposal/1 document (amounts as strings)."""
@@ -165,7 +183,7 @@ def select_rule(snapshot, failed_at, site_wide_issue):
     """The rule id the timing and management's site-wide finding select (payout-rules.md)."""
     if site_wide_issue or elapsed_seconds(snapshot, failed_at) <= EARLY_FAILURE_SECONDS:
         return FULL_REFUND
-    active = sum(1 for e in snapshot.entries if e.status == ACTIVE)
+    active = snapshot.active_count
     return IN_THE_MONEY if active <= snapshot.last_paid_place else NOT_IN_THE_MONEY
 
 
@@ -194,8 +212,6 @@ def _compute_proposal(snapshot, failed_at, site_wide_issue):
         rule=rule,
         elapsed_seconds=elapsed_seconds(snapshot, failed_at),
         site_wide_issue=bool(site_wide_issue),
-        lines=[],
-        summary={},
     )
     if rule == FULL_REFUND:
         _full_refund(snapshot, proposal)
@@ -207,16 +223,19 @@ def _compute_proposal(snapshot, failed_at, site_wide_issue):
 
 def _full_refund(snapshot, proposal):
     """Policy rule 1: every entry, active or eliminated, gets back what it paid. Nothing else."""
-    proposal.lines = [
-        Line(e.entry_id, e.player_id, e.screen_name, e.status, e.chips,
-             e.buy_in_paid, 0, 0, e.fee_paid, e.buy_in_paid + e.fee_paid, False)
-        for e in snapshot.entries
-    ]  # fmt: skip
-    buy_ins = sum(e.buy_in_paid for e in snapshot.entries)
-    fees = sum(e.fee_paid for e in snapshot.entries)
+    e = snapshot.columns
+    m = len(e)
+    zeros = [0] * m
+    totals = list(map(add, e.buy_in_paid, e.fee_paid))
+    proposal.columns = LineColumns(
+        e.entry_id, e.player_id, e.screen_name, e.status, e.chips,
+        e.buy_in_paid, zeros, zeros, e.fee_paid, totals, [False] * m,
+    )  # fmt: skip
+    buy_ins = sum(e.buy_in_paid)
+    fees = sum(e.fee_paid)
     proposal.summary = {
-        "entries": len(snapshot.entries),
-        "active": sum(1 for e in snapshot.entries if e.status == ACTIVE),
+        "entries": m,
+        "active": snapshot.active_count,
         "remaining_pool": 0,
         "guaranteed": 0,
         "equity_pool": 0,
@@ -225,9 +244,13 @@ def _full_refund(snapshot, proposal):
         "first_place_cap": snapshot.first_prize,
         "capped_entries": 0,
         # Prizes already awarded stay with their winners: the operator absorbs them.
-        "prizes_awarded": sum(e.prize_awarded or 0 for e in snapshot.entries),
+        "prizes_awarded": _awarded_total(e),
         "total": buy_ins + fees,
     }
+
+
+def _awarded_total(columns):
+    return sum(filter(None, columns.prize_awarded))
 
 
 def _rule_two(snapshot, proposal):
@@ -236,9 +259,8 @@ def _rule_two(snapshot, proposal):
     Works column by column (map, compress, zip run in C): a quarter of a million entries must
     compute in well under a second.
     """
-    entries = snapshot.entries
-    m = len(entries)
-    ids, players, screens, statuses, chips, _, _, buy_ins, fees = (list(c) for c in zip(*entries))
+    ids, players, screens, statuses, chips, _, _, buy_ins, fees = snapshot.columns
+    m = len(ids)
     is_active = list(map(ACTIVE.__eq__, statuses))
     active = list(compress(range(m), is_active))
     n = len(active)
@@ -252,24 +274,27 @@ def _rule_two(snapshot, proposal):
                 )
             ]
         )
+    # Every column below is full length, in snapshot order. Eliminated entries receive nothing
+    # (their awarded prizes are untouched): they hold no chips and their guaranteed part and fee
+    # refund are masked to zero, so the chip equity split gives them zero too.
     in_money = proposal.rule == IN_THE_MONEY
     if in_money:
         # Remaining pool: the prizes for places 1..N; everyone is guaranteed the next prize.
         remaining_pool = sum(snapshot.place_amounts[:n])
-        guaranteed = [snapshot.place_amounts[n - 1]] * n
+        guaranteed = list(map(mul, repeat(snapshot.place_amounts[n - 1], m), is_active))
     else:
         # Not yet in the money: the whole prize table; everyone gets their buy-in back.
         remaining_pool = sum(snapshot.place_amounts)
-        guaranteed = list(compress(buy_ins, is_active))
+        guaranteed = list(map(mul, buy_ins, is_active))
 
     problems = []
     if max(guaranteed) > first_prize:
-        for k, i in enumerate(active):
-            if guaranteed[k] > first_prize and len(problems) < 20:
+        for i in active:
+            if guaranteed[i] > first_prize and len(problems) < 20:
                 problems.append(
                     Problem(
                         f"entries[{i}] ({ids[i]})",
-                        f"guaranteed part {format_cents(guaranteed[k])} is above first prize "
+                        f"guaranteed part {format_cents(guaranteed[i])} is above first prize "
                         f"{format_cents(first_prize)}",
                     )
                 )
@@ -287,49 +312,29 @@ def _rule_two(snapshot, proposal):
         raise SnapshotError(problems)
 
     equity, capped, shared_chips, shared_pool = share_chip_equity(
-        equity_pool,
-        list(compress(chips, is_active)),
-        guaranteed,
-        first_prize,
-        list(compress(ids, is_active)),
+        equity_pool, chips, guaranteed, first_prize, ids
     )
-
-    # Back to one column per line field, in snapshot order. Eliminated entries receive nothing
-    # (their awarded prizes are untouched), so their columns stay zero.
+    fee_refunds = list(map(mul, fees, is_active))
+    totals = list(map(add, map(add, guaranteed, equity), fee_refunds))
     zeros = [0] * m
-    guaranteed_col, equity_col, fee_col, capped_col = (
-        zeros.copy(),
-        zeros.copy(),
-        zeros.copy(),
-        [False] * m,
-    )
-    for k, i in enumerate(active):
-        guaranteed_col[i] = guaranteed[k]
-        equity_col[i] = equity[k]
-        fee_col[i] = fees[i]
-        capped_col[i] = capped[k]
-    totals = list(map(add, map(add, guaranteed_col, equity_col), fee_col))
-    buy_in_col, next_prize_col = (zeros, guaranteed_col) if in_money else (guaranteed_col, zeros)
-    proposal.lines = list(
-        map(
-            Line,
-            ids,
-            players,
-            screens,
-            statuses,
-            chips,
-            buy_in_col,
-            next_prize_col,
-            equity_col,
-            fee_col,
-            totals,
-            capped_col,
-        )
+    buy_in_refunds, next_prizes = (zeros, guaranteed) if in_money else (guaranteed, zeros)
+    proposal.columns = LineColumns(
+        ids,
+        players,
+        screens,
+        statuses,
+        chips,
+        buy_in_refunds,
+        next_prizes,
+        equity,
+        fee_refunds,
+        totals,
+        capped,
     )
     proposal.equity_chips = shared_chips
     proposal.equity_shared = shared_pool
     total_equity = sum(equity)
-    fee_total = sum(fee_col)
+    fee_total = sum(fee_refunds)
     proposal.summary = {
         "entries": m,
         "active": n,
@@ -340,7 +345,7 @@ def _rule_two(snapshot, proposal):
         "fee_refunds": fee_total,
         "first_place_cap": first_prize,
         "capped_entries": sum(capped),
-        "prizes_awarded": sum(e.prize_awarded or 0 for e in entries),
+        "prizes_awarded": _awarded_total(snapshot.columns),
         "total": remaining_pool + fee_total,
     }
     # The policy: the total prize pool is always distributed, to the cent.
@@ -369,13 +374,15 @@ def share_chip_equity(pool, chips, guaranteed, cap, entry_ids):
         return remaining > 0 and remaining * chips[k] > headroom[k] * total_chips
 
     # Entries with the same headroom (the same guaranteed part) are capped in order of chips;
-    # across groups, in order of chips per cent of headroom. Usually there is one group.
-    if min(headroom) == max(headroom):
-        groups = {headroom[0]: range(n)}
+    # across groups, in order of chips per cent of headroom. Usually there is one group. Entries
+    # without chips (eliminated) take no share and can never be capped.
+    holders = list(compress(range(n), chips))
+    if len(set(compress(headroom, chips))) == 1:
+        groups = {headroom[holders[0]]: holders}
     else:
         groups = {}
-        for k, h in enumerate(headroom):
-            groups.setdefault(h, []).append(k)
+        for k in holders:
+            groups.setdefault(headroom[k], []).append(k)
 
     def urgency(k):  # smaller first; headroom 0 first of all (any share would pass the cap)
         return (0, -chips[k]) if headroom[k] == 0 else (1, -Fraction(chips[k], headroom[k]))
@@ -437,11 +444,11 @@ def _warnings(snapshot, proposal):
     warnings = []
     n = proposal.summary["active"]
     last_paid = snapshot.last_paid_place
-    entries = snapshot.entries
-    carried = [e for e in entries if e.prize_awarded is not None]
+    e = snapshot.columns
+    carried = [a for a in e.prize_awarded if a is not None]
     if carried:
         expected = sum(snapshot.place_amounts[n:last_paid]) if n < last_paid else 0
-        awarded = sum(e.prize_awarded for e in carried)
+        awarded = sum(carried)
         if awarded != expected:
             warnings.append(
                 f"prizes awarded to eliminated entries total {format_cents(awarded)}, but the prize table "
@@ -451,19 +458,19 @@ def _warnings(snapshot, proposal):
                 f"entries left and {last_paid} paid places none should have been awarded yet"
             )
     per_entry = []
-    for e in entries:
-        if e.status == ACTIVE or e.finish_place is None:
+    for entry_id, status, finish_place, awarded in zip(
+        e.entry_id, e.status, e.finish_place, e.prize_awarded
+    ):
+        if status == ACTIVE or finish_place is None:
             continue
-        if e.finish_place <= n:
+        if finish_place <= n:
             per_entry.append(
-                f"entry {e.entry_id} finished {e.finish_place}, but {n} entries are still active"
+                f"entry {entry_id} finished {finish_place}, but {n} entries are still active"
             )
-        elif e.prize_awarded is not None and e.prize_awarded != snapshot.prize_for_place(
-            e.finish_place
-        ):
+        elif awarded is not None and awarded != snapshot.prize_for_place(finish_place):
             per_entry.append(
-                f"entry {e.entry_id} finished {e.finish_place} and was awarded {format_cents(e.prize_awarded)}, "
-                f"but the prize table pays {format_cents(snapshot.prize_for_place(e.finish_place))} for that place"
+                f"entry {entry_id} finished {finish_place} and was awarded {format_cents(awarded)}, "
+                f"but the prize table pays {format_cents(snapshot.prize_for_place(finish_place))} for that place"
             )
     warnings.extend(per_entry[:MAX_WARNINGS])
     if len(per_entry) > MAX_WARNINGS:

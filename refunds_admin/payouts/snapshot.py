@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
+from functools import cached_property
 from itertools import compress, repeat
 from typing import NamedTuple
 
@@ -98,7 +99,34 @@ class IncidentFacts:
     site_wide_issue: bool
 
 
-@dataclass(frozen=True, slots=True)
+class EntryColumns(NamedTuple):
+    """The entries column by column (one list per field, in snapshot order).
+
+    The rules work on whole columns with map/zip/compress, which run in C: a quarter of a
+    million entries costs a fraction of a second instead of seconds.
+    """
+
+    entry_id: list
+    player_id: list
+    screen_name: list
+    status: list
+    chips: list
+    finish_place: list
+    prize_awarded: list
+    buy_in_paid: list
+    fee_paid: list
+
+    @classmethod
+    def from_entries(cls, entries):
+        if not entries:
+            return cls(*([] for _ in cls._fields))
+        return cls(*map(list, zip(*entries)))
+
+    def __len__(self):
+        return len(self.entry_id)
+
+
+@dataclass(frozen=True)
 class Snapshot:
     external_id: str
     name: str
@@ -109,8 +137,17 @@ class Snapshot:
     chips_in_play: int | None
     prizes: list
     place_amounts: list  # index place-1 -> cents, for places 1..P (the last paid place)
-    entries: list
+    columns: EntryColumns
     incident: IncidentFacts | None
+
+    @cached_property
+    def entries(self):
+        """The entries as Entry tuples (built on first use from the columns)."""
+        return list(map(Entry._make, zip(*self.columns)))
+
+    @property
+    def active_count(self):
+        return self.columns.status.count(ACTIVE)
 
     @property
     def first_prize(self):
@@ -230,7 +267,7 @@ def _parse_snapshot(doc):
     if tournament is not None and entries is not None:
         chips_in_play = tournament["chips_in_play"]
         if chips_in_play is not None:
-            active_chips = sum(e.chips for e in entries if e.status == ACTIVE)
+            active_chips = sum(compress(entries.chips, map(ACTIVE.__eq__, entries.status)))
             if chips_in_play != active_chips:
                 problems.add(
                     "tournament.chips_in_play",
@@ -238,7 +275,7 @@ def _parse_snapshot(doc):
                     "(an entry is missing or a chip count is wrong)",
                 )
     problems.raise_if_any()
-    return Snapshot(entries=entries, incident=incident, **tournament)
+    return Snapshot(columns=entries, incident=incident, **tournament)
 
 
 def _object(parent, key, path, problems, *, required):
@@ -440,7 +477,9 @@ def _parse_entries(doc, tournament, problems):
     if entries is not None:
         return entries
     # Something is unusual: check entry by entry, to name every problem precisely.
-    return _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems)
+    return EntryColumns.from_entries(
+        _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems)
+    )
 
 
 def _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems):
@@ -616,8 +655,16 @@ def _parse_entries_in_bulk(raw, default_buy_in, default_fee):
     if prize_awarded is False or buy_ins is False or fees is False:
         return None
     chips = [c or 0 for c in chips]
-    return list(
-        map(Entry, ids, players, screens, statuses, chips, finish, prize_awarded, buy_ins, fees)
+    return EntryColumns(
+        ids,
+        players,
+        screens,
+        statuses,
+        chips,
+        finish,
+        list(prize_awarded),
+        list(buy_ins),
+        list(fees),
     )
 
 
