@@ -224,7 +224,7 @@ def _compute_proposal(snapshot, failed_at, site_wide_issue):
 def _full_refund(snapshot, proposal):
     """Policy rule 1: every entry, active or eliminated, gets back what it paid. Nothing else."""
     e = snapshot.columns
-    m = len(e)
+    m = len(e.entry_id)
     zeros = [0] * m
     totals = list(map(add, e.buy_in_paid, e.fee_paid))
     proposal.columns = LineColumns(

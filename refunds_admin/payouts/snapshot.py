@@ -122,9 +122,6 @@ class EntryColumns(NamedTuple):
             return cls(*([] for _ in cls._fields))
         return cls(*map(list, zip(*entries)))
 
-    def __len__(self):
-        return len(self.entry_id)
-
 
 @dataclass(frozen=True)
 class Snapshot:

@@ -11,9 +11,9 @@ be submitted again. An approved proposal is never replaced. A rejected proposal 
 and preparing again creates the next version.
 """
 
-import dataclasses
 import hashlib
 from collections import OrderedDict
+from itertools import repeat
 from threading import Lock
 from typing import NamedTuple
 
@@ -64,7 +64,7 @@ def _compute(parsed, failed_at, site_wide_issue):
 def _summary_for_storage(result):
     """The payout-proposal/1 summary (amounts as strings), formatted by the engine itself;
     the lines are left out of that document because they are stored as rows."""
-    return dataclasses.replace(result, lines=[]).to_json(with_fingerprint=False)["summary"]
+    return result.to_json(with_fingerprint=False, with_lines=False)["summary"]
 
 
 _LINE_COLUMNS = (
@@ -84,32 +84,14 @@ _LINE_COLUMNS = (
 )
 
 
-def _insert_lines(proposal, lines, *, meanwhile=None):
-    """Write the proposal's lines in snapshot order (COPY on PostgreSQL)."""
-    pid = proposal.pk
-    return insert_rows(
-        PayoutLine,
-        _LINE_COLUMNS,
-        (
-            (
-                pid,
-                position,
-                ln.entry_id,
-                ln.player_id,
-                ln.screen_name or "",
-                ln.status,
-                ln.chips,
-                ln.buy_in_refund,
-                ln.next_prize,
-                ln.chip_equity,
-                ln.fee_refund,
-                ln.total,
-                bool(ln.capped),
-            )
-            for position, ln in enumerate(lines)
-        ),
-        meanwhile=meanwhile,
-    )
+def _insert_lines(proposal, columns, *, meanwhile=None):
+    """Write the proposal's lines in snapshot order (COPY on PostgreSQL), from the engine's columns."""
+    c = columns
+    rows = zip(
+        repeat(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
+        c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund, c.total, c.capped,
+    )  # fmt: skip
+    return insert_rows(PayoutLine, _LINE_COLUMNS, rows, meanwhile=meanwhile)
 
 
 def _stale_reasons(proposal, incident, tournament):
@@ -188,7 +170,7 @@ def prepare_proposal(incident, *, acting_user):
         "warnings": list(result.warnings),
         "fingerprint": "",  # computed while the lines are written, below
         "total_cents": result.summary["total"],
-        "lines_count": len(result.lines),
+        "lines_count": len(result.columns.entry_id),
         "prepared_by": acting_user,
         "prepared_at": timezone.now(),
         "submitted_by": None,
@@ -207,7 +189,7 @@ def prepare_proposal(incident, *, acting_user):
         version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
         proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
     # The fingerprint (SHA-256 of the canonical lines) is computed while PostgreSQL writes them.
-    proposal.fingerprint = _insert_lines(proposal, result.lines, meanwhile=result.fingerprint)
+    proposal.fingerprint = _insert_lines(proposal, result.columns, meanwhile=result.fingerprint)
     PayoutProposal.objects.filter(pk=proposal.pk).update(fingerprint=proposal.fingerprint)
     record(
         "proposal.prepared",

@@ -12,6 +12,7 @@ import json
 import re
 import secrets
 from collections import OrderedDict
+from itertools import repeat
 from threading import Lock
 
 from django.db import IntegrityError, transaction
@@ -153,14 +154,14 @@ def _store(parsed, text, sha256, *, acting_user, source):
             setattr(tournament, name, value)
 
     version = (tournament.snapshots.aggregate(v=Max("version"))["v"] or 0) + 1
-    active = sum(1 for e in parsed.entries if e.status == "active")
+    active = parsed.active_count
     snapshot = Snapshot.objects.create(
         tournament=tournament,
         version=version,
         document=text,
         sha256=sha256,
         source=source,
-        entries_count=len(parsed.entries),
+        entries_count=len(parsed.columns.entry_id),
         active_count=active,
         imported_by=acting_user if acting_user and acting_user.is_authenticated else None,
     )
@@ -174,7 +175,7 @@ def _store(parsed, text, sha256, *, acting_user, source):
             for place in range(row.place_from, row.place_to + 1)
         ),
     )
-    _insert_entries(snapshot, parsed.entries)
+    _insert_entries(snapshot, parsed.columns)
     tournament.current_snapshot = snapshot
     tournament.save()
     # The rule preview and the proposal that usually follow need the parsed snapshot: keep it.
@@ -192,7 +193,7 @@ def _store(parsed, text, sha256, *, acting_user, source):
             "version": version,
             "sha256": sha256,
             "source": source,
-            "entries": len(parsed.entries),
+            "entries": len(parsed.columns.entry_id),
             "active": active,
         },
     )
@@ -250,30 +251,16 @@ ENTRY_COLUMNS_IN_DB = (
 )
 
 
-def _insert_entries(snapshot, entries):
-    """Write the entries in snapshot order (COPY on PostgreSQL); `position` is the index in the
-    document's `entries` array, so row `entries[4]` of an error message is position 4."""
-    sid = snapshot.pk
-    insert_rows(
-        Entry,
-        ENTRY_COLUMNS_IN_DB,
-        (
-            (
-                sid,
-                position,
-                e.entry_id,
-                e.player_id,
-                e.screen_name or "",
-                e.status,
-                e.chips or 0,
-                e.buy_in_paid,
-                e.fee_paid,
-                e.finish_place,
-                e.prize_awarded,
-            )
-            for position, e in enumerate(entries)
-        ),
-    )
+def _insert_entries(snapshot, columns):
+    """Write the entries in snapshot order (COPY on PostgreSQL), from the engine's columns;
+    `position` is the index in the document's `entries` array, so row `entries[4]` of an error
+    message is position 4."""
+    c = columns
+    rows = zip(
+        repeat(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
+        c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
+    )  # fmt: skip
+    insert_rows(Entry, ENTRY_COLUMNS_IN_DB, rows)
 
 
 def export_snapshot(tournament):
