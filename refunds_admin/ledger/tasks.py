@@ -1,0 +1,36 @@
+"""Celery tasks of the ledger: thin, they take ids and call services.ledger."""
+
+import logging
+
+from celery import shared_task
+
+from . import services
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name="ledger.post_proposal", bind=True, acks_late=True, max_retries=None)
+def post_proposal(self, proposal_id):
+    """Post an approved proposal's credits. Safe to run twice, or on two workers at once.
+
+    Errors a retry may fix are retried with exponential backoff; the job counts its attempts and
+    fails (waiting for a manager's resume) after POSTING_MAX_ATTEMPTS.
+    """
+    try:
+        return services.post_proposal(proposal_id)
+    except services.PostingStopped as exc:
+        log.error("posting of proposal %s stopped: %s", proposal_id, exc)
+        return "failed"
+    except Exception as exc:
+        if self.request.retries + 1 >= services.MAX_ATTEMPTS:
+            services.mark_failed(
+                proposal_id, f"gave up after {services.MAX_ATTEMPTS} attempts: {exc}"
+            )
+            return "failed"
+        raise self.retry(exc=exc, countdown=min(60, 2**self.request.retries)) from exc
+
+
+@shared_task(name="ledger.sweep_unposted")
+def sweep_unposted():
+    """Celery beat: queue again approved proposals whose posting was lost or interrupted."""
+    return services.sweep_unposted()
