@@ -39,12 +39,22 @@ log = logging.getLogger(__name__)
 Status = PayoutProposal.Status
 State = PostingJob.State
 
-# Lines per chunk: one transaction each. Thousands keep a chunk well under a second.
-CHUNK_SIZE = getattr(settings, "POSTING_CHUNK_SIZE", 10_000)
-# A queued job not picked up, or a running job without a heartbeat, for this long is re-queued.
-STALE_AFTER = timedelta(seconds=getattr(settings, "POSTING_STALE_AFTER", 120))
-# After this many runs that ended in an error the job fails and waits for a manager.
-MAX_ATTEMPTS = getattr(settings, "POSTING_MAX_ATTEMPTS", 5)
+
+def _chunk_size():
+    """Lines per chunk: one transaction each. Thousands keep a chunk well under a second."""
+    return settings.POSTING_CHUNK_SIZE
+
+
+def _stale_after():
+    """A queued job not picked up, or a running job without heartbeat, this long is re-queued."""
+    return timedelta(seconds=settings.POSTING_STALE_AFTER)
+
+
+def max_attempts():
+    """After this many runs that ended in an error the job fails and waits for a manager."""
+    return settings.POSTING_MAX_ATTEMPTS
+
+
 # Namespace of our advisory locks (the job lock is keyed by (namespace, proposal id)).
 _LOCK_NAMESPACE = 4_0400
 
@@ -107,7 +117,7 @@ def schedule_posting(proposal, *, actor):
     if created:
         record(
             "ledger.posting_scheduled",
-            job,
+            proposal,
             actor=actor,
             after={"proposal": proposal.pk, "credits": total, "total_cents": total_cents},
             tournament=_tournament(proposal),
@@ -141,7 +151,7 @@ def sweep_unposted(*, stale_after=None):
     lost), and jobs whose worker stopped sending heartbeats (it was killed). A job still running
     elsewhere is safe to queue again: the job lock turns the second run into a no-op.
     """
-    cutoff = timezone.now() - (STALE_AFTER if stale_after is None else stale_after)
+    cutoff = timezone.now() - (_stale_after() if stale_after is None else stale_after)
     # Approved proposals without an outbox row (approved before the outbox existed): add one.
     for proposal in PayoutProposal.objects.filter(status=Status.APPROVED, posting_job=None):
         with transaction.atomic():
@@ -183,8 +193,11 @@ def _job_lock(proposal_id):
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, proposal_id])
 
 
-def post_proposal(proposal_id):
+def post_proposal(proposal_id, *, max_chunks=None):
     """Post every credit of an approved proposal that is not posted yet. Idempotent.
+
+    `max_chunks` stops after that many chunks, leaving the job running (to be continued by the
+    next run); the task never passes it, tests use it to interleave runs.
 
     Returns the job's state afterwards (or "busy" when another worker holds the job).
     Raises PostingStopped when the job was marked failed, any other error when a retry may help
@@ -198,7 +211,7 @@ def post_proposal(proposal_id):
         if job is None:
             return PostingJob.objects.get(proposal_id=proposal_id).state
         try:
-            _post_all(job)
+            done = _post_all(job, max_chunks=max_chunks)
         except PostingStopped:
             raise
         except CashierStopped as exc:
@@ -207,7 +220,7 @@ def post_proposal(proposal_id):
         except Exception as exc:
             _record_error(job, exc)
             raise
-        return State.POSTED
+        return State.POSTED if done else State.RUNNING
 
 
 def _start(proposal_id):
@@ -227,7 +240,7 @@ def _start(proposal_id):
                 "proposal %s: nothing to post (%s, job %s)", proposal_id, proposal.status, job.state
             )
             return None
-        give_up = job.attempts >= MAX_ATTEMPTS
+        give_up = job.attempts >= max_attempts()
         if not give_up:
             _mark_running(job)
     if give_up:
@@ -259,7 +272,7 @@ def _mark_running(job):
     job.save(update_fields=["state", "attempts", "started_at", "heartbeat_at"])
 
 
-def _post_all(job):
+def _post_all(job, *, max_chunks=None):
     proposal = job.proposal
     lines, digest = _load_lines(proposal.pk)
     if digest != job.lines_digest or proposal.fingerprint != proposal.approved_fingerprint:
@@ -277,8 +290,10 @@ def _post_all(job):
         cumulative.append((done_count, done_cents))
 
     start = next((i for i, line in enumerate(lines) if line[0] > job.posted_through), len(lines))
-    for begin in range(start, len(lines), CHUNK_SIZE):
-        chunk = lines[begin : begin + CHUNK_SIZE]
+    for number, begin in enumerate(range(start, len(lines), _chunk_size())):
+        if max_chunks is not None and number >= max_chunks:
+            return False
+        chunk = lines[begin : begin + _chunk_size()]
         rows = []
         for line in chunk:
             _, entry_id, player_id = line[:3]
@@ -296,8 +311,9 @@ def _post_all(job):
         if wallet.external:
             wallet.deliver([row[0] for row in rows], proposal)
             applied = _cashier_applied(proposal.pk)
-            _advance(job, through, applied["n"], applied["cents"])
+            _advance(job, through, applied["n"], applied["cents"] or 0)
     _finish(job, wallet)
+    return True
 
 
 def _advance(job, through, posted, posted_cents):

@@ -22,9 +22,9 @@ def post_proposal(self, proposal_id):
         log.error("posting of proposal %s stopped: %s", proposal_id, exc)
         return "failed"
     except Exception as exc:
-        if self.request.retries + 1 >= services.MAX_ATTEMPTS:
+        if self.request.retries + 1 >= services.max_attempts():
             services.mark_failed(
-                proposal_id, f"gave up after {services.MAX_ATTEMPTS} attempts: {exc}"
+                proposal_id, f"gave up after {services.max_attempts()} attempts: {exc}"
             )
             return "failed"
         raise self.retry(exc=exc, countdown=min(60, 2**self.request.retries)) from exc
