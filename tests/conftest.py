@@ -10,6 +10,9 @@ import shutil
 import pytest
 from django.conf import settings
 
+# Real Celery worker processes for tests (posting, and the browser journeys).
+from tests.posting_support import celery_worker_process  # noqa: F401
+
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
@@ -41,7 +44,9 @@ def _user(django_user_model, username, role):
 
     user = django_user_model.objects.create_user(username=username, password="pw-" + username)
     if role:
-        user.groups.add(Group.objects.get(name=role))
+        # get_or_create: after a transactional test the flush also empties the groups that the
+        # accounts data migration created.
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
 
 

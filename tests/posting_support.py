@@ -35,7 +35,7 @@ def _user(username, role):
     if created:
         user.set_password("pw-" + username)
         user.save()
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
 
 
