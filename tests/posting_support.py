@@ -169,7 +169,7 @@ def wait_until_posted(proposal, timeout=60.0):
     return wait_for(done, timeout, message=f"proposal {proposal.pk} to be posted")
 
 
-def test_database_url():
+def worker_database_url():
     """The URL of the database the test runs against (pytest-django's test database)."""
     db = settings.DATABASES["default"]
     if db["ENGINE"] != "django.db.backends.postgresql":
@@ -188,7 +188,7 @@ class WorkerProcesses:
 
     def env(self, **extra):
         env = dict(os.environ)
-        env["DATABASE_URL"] = test_database_url()
+        env["DATABASE_URL"] = worker_database_url()
         env["REDIS_URL"] = os.environ["REDIS_URL"]
         env.setdefault("POSTING_STALE_AFTER", "120")
         env["PYTHONUNBUFFERED"] = "1"

@@ -182,10 +182,10 @@ def test_it_skips_a_proposal_another_worker_is_posting():
         pytest.skip("the job lock is a PostgreSQL advisory lock")
     import psycopg
 
-    from tests.posting_support import test_database_url
+    from tests.posting_support import worker_database_url
 
     proposal = make_approved_proposal(lines=3)
-    with psycopg.connect(test_database_url()) as other:
+    with psycopg.connect(worker_database_url()) as other:
         other.execute("SELECT pg_advisory_lock(%s, %s)", [services._LOCK_NAMESPACE, proposal.pk])
         assert services.post_proposal(proposal.pk) == "busy"
         assert _ledger(proposal) == []

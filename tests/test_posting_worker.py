@@ -20,7 +20,7 @@ from tests.posting_support import (
     ROOT,
     expected_keys,
     make_approved_proposal,
-    test_database_url,
+    worker_database_url,
     wait_for,
     wait_until_posted,
 )
@@ -51,7 +51,7 @@ def test_it_posts_an_approved_proposal_on_a_real_worker(celery_worker_process):
 
 def _blocked_backend(dbname):
     """The worker's database session waiting for a row lock our transaction holds."""
-    with psycopg.connect(test_database_url(), autocommit=True) as conn:
+    with psycopg.connect(worker_database_url(), autocommit=True) as conn:
         row = conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'"
             " AND query LIKE '%%INSERT INTO ledger_credit%%'",
@@ -68,7 +68,7 @@ def test_it_books_every_credit_once_after_the_worker_is_killed_mid_chunk(
     chunk = 500
     # Hold, uncommitted, the key of a credit in the third chunk: the worker's INSERT of that
     # chunk waits for us, so we know it is in the middle of the chunk when we kill it.
-    blocker = psycopg.connect(test_database_url())
+    blocker = psycopg.connect(worker_database_url())
     try:
         blocker.execute(
             "INSERT INTO ledger_credit (key, proposal_id, entry_id, component, player_id,"
@@ -90,7 +90,7 @@ def test_it_books_every_credit_once_after_the_worker_is_killed_mid_chunk(
         blocker.rollback()
         blocker.close()
     # The killed worker's session ends when it finds its client gone; its chunk rolls back.
-    with psycopg.connect(test_database_url(), autocommit=True) as conn:
+    with psycopg.connect(worker_database_url(), autocommit=True) as conn:
         wait_for(
             lambda: (
                 not conn.execute(
