@@ -20,9 +20,9 @@ from tests.posting_support import (
     ROOT,
     expected_keys,
     make_approved_proposal,
-    worker_database_url,
     wait_for,
     wait_until_posted,
+    worker_database_url,
 )
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]

@@ -14,7 +14,6 @@ The flow, in the domain's words:
    proposal becomes `posted`.
 """
 
-import hashlib
 import logging
 from contextlib import contextmanager
 from datetime import timedelta
@@ -28,11 +27,11 @@ from django.utils import timezone
 from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
-from refunds_admin.proposals.models import PayoutLine, PayoutProposal
+from refunds_admin.proposals.models import PayoutProposal
 
-from .models import COMPONENT_FIELDS, CashierDelivery, Credit, PostingJob, credit_key
+from .models import CashierDelivery, Credit, PostingJob
 from .wallets import CashierStopped, get_wallet
-from .writers import insert_credits
+from .writers import book_chunk, chunk_keys, lines_summary
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +57,6 @@ def max_attempts():
 # Namespace of our advisory locks (the job lock is keyed by (namespace, proposal id)).
 _LOCK_NAMESPACE = 4_0400
 
-_LINE_FIELDS = ("position", "entry_id", "player_id") + tuple(f for _, f in COMPONENT_FIELDS)
-
 
 class PostingStopped(Exception):
     """The job stopped for a reason that retrying cannot fix; it is marked failed."""
@@ -74,24 +71,6 @@ def _tournament(proposal):
 # ---------------------------------------------------------------------------------------------
 
 
-def _load_lines(proposal_id):
-    """All lines in order as tuples of _LINE_FIELDS, plus their SHA-256 digest."""
-    lines = list(
-        PayoutLine.objects.filter(proposal_id=proposal_id)
-        .order_by("position")
-        .values_list(*_LINE_FIELDS)
-    )
-    digest = hashlib.sha256()
-    for line in lines:
-        digest.update(("\x1f".join(map(str, line)) + "\n").encode())
-    return lines, digest.hexdigest()
-
-
-def _credits_of(line):
-    """(component, amount) of each non-zero component of a line: zero components book nothing."""
-    return [(c, line[3 + i]) for i, (c, _) in enumerate(COMPONENT_FIELDS) if line[3 + i] > 0]
-
-
 def schedule_posting(proposal, *, actor):
     """Record, in the caller's transaction, that this approved proposal must be posted.
 
@@ -102,12 +81,10 @@ def schedule_posting(proposal, *, actor):
         raise RuntimeError("schedule_posting must run inside the approval's transaction")
     if proposal.status != Status.APPROVED:
         raise Refused(f"proposal {proposal.pk} is {proposal.status}, not approved")
-    lines, digest = _load_lines(proposal.pk)
-    total = sum(len(_credits_of(line)) for line in lines)
-    total_cents = sum(amount for line in lines for _, amount in _credits_of(line))
-    if total_cents != proposal.total_cents or len(lines) != proposal.lines_count:
+    digest, lines, total, total_cents = lines_summary(proposal.pk)
+    if total_cents != proposal.total_cents or lines != proposal.lines_count:
         raise Refused(
-            f"proposal {proposal.pk}: its lines add up to {total_cents} cents in {len(lines)} "
+            f"proposal {proposal.pk}: its lines add up to {total_cents} cents in {lines} "
             f"lines, not the approved {proposal.total_cents} cents in {proposal.lines_count}"
         )
     job, created = PostingJob.objects.get_or_create(
@@ -273,45 +250,33 @@ def _mark_running(job):
 
 
 def _post_all(job, *, max_chunks=None):
+    """Book the chunks after the job's last finished one; True when the proposal is posted."""
     proposal = job.proposal
-    lines, digest = _load_lines(proposal.pk)
+    digest, _, _, _ = lines_summary(proposal.pk)
     if digest != job.lines_digest or proposal.fingerprint != proposal.approved_fingerprint:
         _fail(job, "the proposal's lines no longer match what was approved; nothing more posted")
         raise PostingStopped("lines changed after approval")
 
     wallet = get_wallet()
-    # Credits and cents of all lines up to each position: the progress after each chunk.
-    done_count = done_cents = 0
-    cumulative = []
-    for line in lines:
-        for _, amount in _credits_of(line):
-            done_count += 1
-            done_cents += amount
-        cumulative.append((done_count, done_cents))
-
-    start = next((i for i, line in enumerate(lines) if line[0] > job.posted_through), len(lines))
-    for number, begin in enumerate(range(start, len(lines), _chunk_size())):
-        if max_chunks is not None and number >= max_chunks:
-            return False
-        chunk = lines[begin : begin + _chunk_size()]
-        rows = []
-        for line in chunk:
-            _, entry_id, player_id = line[:3]
-            for component, amount in _credits_of(line):
-                key = credit_key(proposal.pk, entry_id, component)
-                rows.append(
-                    (key, proposal.pk, entry_id, component, player_id, proposal.currency, amount)
-                )
-        through = chunk[-1][0]
-        posted, posted_cents = cumulative[begin + len(chunk) - 1]
+    after, posted, posted_cents = job.posted_through, job.posted, job.posted_cents
+    chunks = 0
+    while True:
+        if max_chunks is not None and chunks >= max_chunks:
+            return False  # stopped early on purpose; the next run continues
         with transaction.atomic():
-            insert_credits(rows)
+            booked = book_chunk(proposal, after, _chunk_size())
+            if booked is None:
+                break
+            through, credits, cents, _new = booked
             if not wallet.external:
-                _advance(job, through, posted, posted_cents)
+                # The ledger is the wallet: progress commits with the credits it counts.
+                _advance(job, through, posted + credits, posted_cents + cents)
         if wallet.external:
-            wallet.deliver([row[0] for row in rows], proposal)
+            wallet.deliver(chunk_keys(proposal, after, through), proposal)
             applied = _cashier_applied(proposal.pk)
             _advance(job, through, applied["n"], applied["cents"] or 0)
+        after, posted, posted_cents = through, posted + credits, posted_cents + cents
+        chunks += 1
     _finish(job, wallet)
     return True
 
