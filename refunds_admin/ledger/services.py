@@ -258,6 +258,11 @@ def _post_all(job, *, max_chunks=None):
         raise PostingStopped("lines changed after approval")
 
     wallet = get_wallet()
+    if wallet.external:
+        # Credits booked by an earlier run but never answered by the cashier (the worker died
+        # in between, or a manager resumed after a refusal): deliver them first.
+        undelivered = Credit.objects.filter(proposal_id=proposal.pk, delivery__isnull=True)
+        wallet.deliver(list(undelivered.values_list("key", flat=True)), proposal)
     after, posted, posted_cents = job.posted_through, job.posted, job.posted_cents
     chunks = 0
     while True:
@@ -412,6 +417,13 @@ def resume_posting(proposal, *, acting_user):
     if not changed:
         raise Refused(f"proposal {proposal.pk} is not in the failed state")
     previous_error = job.last_error
+    # Credits the cashier refused (409/422) are sent again, under the same key, once a human
+    # has resolved the cause and resumes; their refusal stays in the audit event below.
+    refused = CashierDelivery.objects.filter(
+        credit__proposal_id=proposal.pk, state=CashierDelivery.State.FAILED
+    )
+    refusals = list(refused.values_list("credit_id", "error"))
+    refused.delete()
     PostingJob.objects.filter(pk=job.pk).update(
         state=State.QUEUED, attempts=0, last_error="", finished_at=None, queued_at=timezone.now()
     )
@@ -419,7 +431,11 @@ def resume_posting(proposal, *, acting_user):
         "ledger.posting_resumed",
         proposal,
         actor=acting_user,
-        before={"status": Status.FAILED, "error": previous_error},
+        before={
+            "status": Status.FAILED,
+            "error": previous_error,
+            "cashier_refusals": [{"key": k, "error": e} for k, e in refusals],
+        },
         after={"status": Status.APPROVED},
         tournament=_tournament(proposal),
     )
