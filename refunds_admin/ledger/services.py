@@ -367,18 +367,6 @@ def _record_error(job, exc):
     )
 
 
-def mark_failed(proposal_id, reason):
-    """Give up on a job (the task does this after its last retry)."""
-    with transaction.atomic():
-        job = (
-            PostingJob.objects.select_for_update()
-            .select_related("proposal__incident__tournament")
-            .get(proposal_id=proposal_id)
-        )
-        if job.state != State.POSTED:
-            _fail(job, reason)
-
-
 def _fail(job, reason):
     """Job failed, proposal failed, audited; a manager may resume it. Runs in its own
     transaction (or the caller's)."""

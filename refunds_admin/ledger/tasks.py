@@ -14,7 +14,9 @@ def post_proposal(self, proposal_id):
     """Post an approved proposal's credits. Safe to run twice, or on two workers at once.
 
     Errors a retry may fix are retried with exponential backoff; the job counts its attempts and
-    fails (waiting for a manager's resume) after POSTING_MAX_ATTEMPTS.
+    fails (waiting for a manager's resume) after POSTING_MAX_ATTEMPTS. A worker killed mid-run
+    leaves its message unacknowledged (acks_late) and its job without heartbeat: the message is
+    redelivered or the sweeper queues the job again, and the run continues where it stopped.
     """
     try:
         return services.post_proposal(proposal_id)
@@ -22,11 +24,10 @@ def post_proposal(self, proposal_id):
         log.error("posting of proposal %s stopped: %s", proposal_id, exc)
         return "failed"
     except Exception as exc:
-        if self.request.retries + 1 >= services.max_attempts():
-            services.mark_failed(
-                proposal_id, f"gave up after {services.max_attempts()} attempts: {exc}"
-            )
-            return "failed"
+        # The job counts its attempts: the run after the last one allowed marks it failed.
+        if self.request.is_eager:
+            # In-process (no REDIS_URL): nothing to wait in, try again right away.
+            return self.apply(args=(proposal_id,), retries=self.request.retries + 1).get()
         raise self.retry(exc=exc, countdown=min(60, 2**self.request.retries)) from exc
 
 
