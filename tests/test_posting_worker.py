@@ -2,10 +2,11 @@
 the broker down at approval. Every credit ends up booked exactly once."""
 
 import os
+import signal
 import subprocess
 import sys
-import time
 from datetime import timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -110,6 +111,51 @@ def test_it_books_every_credit_once_after_the_worker_is_killed_mid_chunk(
     assert job.attempts == 2
 
 
+def _pool_child(worker):
+    """The prefork pool process doing the work (the worker's only child, concurrency 1)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == worker.pid:
+            return int(stat.parent.name)
+    return None
+
+
+def test_it_redelivers_the_task_when_the_pool_process_is_killed_mid_chunk(
+    celery_worker_process, settings
+):
+    """acks_late + reject_on_worker_lost: the killed run's message goes back to the queue and
+    the worker's next pool process finishes the job, no sweeper needed."""
+    dbname = settings.DATABASES["default"]["NAME"]
+    proposal = make_approved_proposal(lines=2_000, schedule=False)
+    chunk = 500
+    blocker = psycopg.connect(worker_database_url())
+    try:
+        blocker.execute(
+            "INSERT INTO ledger_credit (key, proposal_id, entry_id, component, player_id,"
+            " currency, amount_cents, created_at) VALUES (%s, %s, 'e000700', 'buy_in_refund',"
+            " 'p000700', 'USD', 1000, now())",
+            [f"proposal-{proposal.pk}/e000700/buy_in_refund", proposal.pk],
+        )
+        worker = celery_worker_process.start(POSTING_CHUNK_SIZE=chunk)
+        with transaction.atomic():
+            services.schedule_posting(proposal, actor=None)
+        wait_for(lambda: _blocked_backend(dbname), message="the worker to block mid-chunk")
+        child = _pool_child(worker)
+        assert child, "no pool process found"
+        os.kill(child, signal.SIGKILL)
+        wait_for(lambda: "WorkerLostError" in celery_worker_process.logs(), message="worker lost")
+    finally:
+        blocker.rollback()
+        blocker.close()
+    job = wait_until_posted(proposal)
+    assert job.state == "posted", job.last_error
+    assert_posted_exactly_once(proposal)
+    assert worker.poll() is None  # the same worker, a new pool process
+
+
 def test_it_books_nothing_twice_with_redelivery_and_two_workers(celery_worker_process):
     celery_worker_process.start(POSTING_CHUNK_SIZE=500)
     celery_worker_process.start(POSTING_CHUNK_SIZE=500)
@@ -118,10 +164,13 @@ def test_it_books_nothing_twice_with_redelivery_and_two_workers(celery_worker_pr
         post_proposal.delay(proposal.pk)
     job = wait_until_posted(proposal)
     assert job.state == "posted", job.last_error
-    time.sleep(1)  # let the redelivered tasks run to completion too
+    # Every delivery ends (a busy one looks again a few seconds later), none books twice.
+    wait_for(
+        lambda: celery_worker_process.logs().count("succeeded") >= 4,
+        timeout=60,
+        message="all four deliveries to finish",
+    )
     assert_posted_exactly_once(proposal)
-    logs = celery_worker_process.logs()
-    assert logs.count("succeeded") >= 4, logs
 
 
 APPROVE_WITH_REDIS_DOWN = """

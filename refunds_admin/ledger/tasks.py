@@ -3,10 +3,14 @@
 import logging
 
 from celery import shared_task
+from celery.exceptions import MaxRetriesExceededError
 
 from . import services
 
 log = logging.getLogger(__name__)
+
+BUSY_RETRY_SECONDS = 3
+BUSY_RETRIES = 40
 
 
 @shared_task(name="ledger.post_proposal", bind=True, acks_late=True, max_retries=None)
@@ -19,7 +23,7 @@ def post_proposal(self, proposal_id):
     redelivered or the sweeper queues the job again, and the run continues where it stopped.
     """
     try:
-        return services.post_proposal(proposal_id)
+        state = services.post_proposal(proposal_id)
     except services.PostingStopped as exc:
         log.error("posting of proposal %s stopped: %s", proposal_id, exc)
         return "failed"
@@ -29,6 +33,14 @@ def post_proposal(self, proposal_id):
             # In-process (no REDIS_URL): nothing to wait in, try again right away.
             return self.apply(args=(proposal_id,), retries=self.request.retries + 1).get()
         raise self.retry(exc=exc, countdown=min(60, 2**self.request.retries)) from exc
+    if state == "busy" and not self.request.is_eager:
+        # Another session holds the job: a run in progress, or the session of a worker just
+        # killed, which PostgreSQL ends shortly. Look again soon; the sweeper is the backstop.
+        try:
+            raise self.retry(countdown=BUSY_RETRY_SECONDS, max_retries=BUSY_RETRIES)
+        except MaxRetriesExceededError:
+            return state
+    return state
 
 
 @shared_task(name="ledger.sweep_unposted")
