@@ -189,6 +189,8 @@ def test_it_skips_a_proposal_another_worker_is_posting():
         other.execute("SELECT pg_advisory_lock(%s, %s)", [services._LOCK_NAMESPACE, proposal.pk])
         assert services.post_proposal(proposal.pk) == "busy"
         assert _ledger(proposal) == []
+        # Released explicitly: a closed session's locks go only once its backend has exited.
+        other.execute("SELECT pg_advisory_unlock(%s, %s)", [services._LOCK_NAMESPACE, proposal.pk])
     assert services.post_proposal(proposal.pk) == "posted"
 
 
