@@ -51,8 +51,10 @@ def make_approved_proposal(
 
     `amounts` is a list of (buy_in_refund, next_prize, chip_equity, fee_refund) cents per line;
     by default every line refunds a 10.00 buy-in and a 1.00 fee (two credits per line).
-    With `schedule`, the posting job is written as approve_proposal does it (schedule_posting in
-    the approval's transaction), and the task is kicked on commit.
+    With `schedule`, the proposal is approved through proposals.services.approve_proposal when
+    the workflow services exist (which calls schedule_posting in its transaction), otherwise as
+    approve_proposal does it: schedule_posting in the approval's transaction. Either way the
+    task is kicked when the approval commits. Without `schedule`: approved, no job yet.
     """
     from refunds_admin.incidents.models import Incident
     from refunds_admin.ledger.services import schedule_posting
@@ -84,6 +86,7 @@ def make_approved_proposal(
             entries_count=len(amounts),
             active_count=len(amounts),
         )
+        Tournament.objects.filter(pk=tournament.pk).update(current_snapshot=snapshot)
         incident = Incident.objects.create(
             tournament=tournament,
             status=Incident.Status.CANCELLED,
@@ -93,24 +96,27 @@ def make_approved_proposal(
             rule="full_refund",
         )
         fingerprint = hashlib.sha256(f"lines of {suffix}".encode()).hexdigest()
+        approve = _approve_proposal() if schedule else None
         proposal = PayoutProposal.objects.create(
             incident=incident,
             snapshot=snapshot,
             version=1,
-            status=PayoutProposal.Status.APPROVED,
+            status=PayoutProposal.Status.SUBMITTED if approve else PayoutProposal.Status.APPROVED,
             rule="full_refund",
             currency=currency,
             failed_at=incident.failed_at,
             site_wide_issue=False,
             summary={},
             fingerprint=fingerprint,
-            approved_fingerprint=fingerprint,
+            approved_fingerprint="" if approve else fingerprint,
             total_cents=sum(sum(a) for a in amounts),
             lines_count=len(amounts),
             prepared_by=preparer,
             prepared_at=now,
-            approved_by=approver,
-            approved_at=now,
+            submitted_by=preparer,
+            submitted_at=now,
+            approved_by=None if approve else approver,
+            approved_at=None if approve else now,
         )
         PayoutLine.objects.bulk_create(
             (
@@ -132,9 +138,20 @@ def make_approved_proposal(
             ),
             batch_size=chunked_lines_insert,
         )
-        if schedule:
+        if approve:
+            proposal = approve(proposal, acting_user=approver, fingerprint=fingerprint)
+        elif schedule:
             schedule_posting(proposal, actor=approver)
     return proposal
+
+
+def _approve_proposal():
+    """The workflow's approve_proposal, once it exists in this checkout."""
+    try:
+        from refunds_admin.proposals.services import approve_proposal
+    except ImportError:
+        return None
+    return approve_proposal
 
 
 def expected_keys(proposal):
