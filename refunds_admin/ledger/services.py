@@ -87,18 +87,11 @@ def schedule_posting(proposal, *, actor):
             f"proposal {proposal.pk}: its lines add up to {total_cents} cents in {lines} "
             f"lines, not the approved {proposal.total_cents} cents in {proposal.lines_count}"
         )
-    job, created = PostingJob.objects.get_or_create(
+    # The approval's own audit event covers this row: scheduling is part of approving.
+    job, _ = PostingJob.objects.get_or_create(
         proposal=proposal,
         defaults={"total": total, "total_cents": total_cents, "lines_digest": digest},
     )
-    if created:
-        record(
-            "ledger.posting_scheduled",
-            proposal,
-            actor=actor,
-            after={"proposal": proposal.pk, "credits": total, "total_cents": total_cents},
-            tournament=_tournament(proposal),
-        )
     transaction.on_commit(partial(kick_posting, proposal.pk))
     return job
 
