@@ -204,4 +204,9 @@ def test_it_refuses_to_change_or_delete_a_credit_in_the_database():
         with pytest.raises(Exception, match="append-only"), transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute(statement)
+    # Nor can the proposal the credits belong to disappear from under them.
+    with pytest.raises(Exception, match="has credits in the ledger"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM proposals_payoutline WHERE proposal_id = %s", [proposal.pk])
+            cursor.execute("DELETE FROM proposals_payoutproposal WHERE id = %s", [proposal.pk])
     assert len(_ledger(proposal)) == 2
