@@ -9,6 +9,7 @@ import argparse
 import gc
 import json
 import sys
+from itertools import repeat
 from json.encoder import encode_basestring
 
 from ._gc import paused_gc
@@ -101,7 +102,8 @@ def _write_proposal_json(proposal, out, fingerprint):
             map(
                 _LINE.format,
                 map(encode_basestring, ids), map(encode_basestring, players), statuses, chips,
-                *(map(amounts.__getitem__, column) for column in (b, n, c, f, t)),
+                map(amounts.__getitem__, b), map(amounts.__getitem__, n), _cents_text(c),
+                map(amounts.__getitem__, f), _cents_text(t),
                 map(_BOOL.__getitem__, capped),
             )
         )  # fmt: skip
@@ -115,6 +117,11 @@ _LINE = (
     '"next_prize": "{}", "chip_equity": "{}", "fee_refund": "{}", "total": "{}", "capped": {}}}'
 )
 _BOOL = {True: "true", False: "false"}
+
+
+def _cents_text(column):
+    """Cents -> "815.33" for a column of mostly different amounts, in C (map, divmod, %)."""
+    return map("%d.%02d".__mod__, map(divmod, column, repeat(100)))
 
 
 class _CentsText(dict):

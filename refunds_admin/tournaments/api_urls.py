@@ -1,2 +1,8 @@
+from django.urls import path
+
+from . import api
+
 app_name = "api"
-urlpatterns = []
+urlpatterns = [
+    path("snapshots", api.snapshots, name="snapshots"),
+]

@@ -1,0 +1,109 @@
+"""Sentences for the history page: one per audit action (pretix's logdisplay, in small).
+
+`describe(event)` turns an AuditEvent into what a person reads: "maria_manager approved proposal
+12 (USD 30,150.00)". An action without an entry here still reads sensibly.
+"""
+
+from refunds_admin.payouts.money import format_cents
+
+RULES = {
+    "full_refund": "full refund",
+    "in_the_money": "in the money",
+    "not_in_the_money": "not in the money",
+}
+
+
+def _rule(value):
+    return RULES.get(value, value or "?")
+
+
+def _money(after):
+    total = after.get("total")
+    if isinstance(total, int):
+        return f" ({after.get('currency', '')} {format_cents(total)})".replace("( ", "(")
+    return ""
+
+
+def _snapshot_imported(e, before, after):
+    if before:
+        return (
+            f"{e.actor_name} re-imported tournament {e.tournament_external_id}: snapshot "
+            f"v{after.get('version')} replaces v{before.get('version')} "
+            f"({after.get('entries', 0):,} entries, {after.get('active', 0):,} active)"
+        )
+    return (
+        f"{e.actor_name} imported tournament {e.tournament_external_id} "
+        f"({after.get('entries', 0):,} entries, {after.get('active', 0):,} active, "
+        f"from {after.get('source', '?')})"
+    )
+
+
+def _incident_cancelled(e, before, after):
+    if after.get("cancelled_because") == "not_resumable":
+        return f"{e.actor_name} declared tournament {e.tournament_external_id} not resumable: cancelled"
+    return (
+        f"Tournament {e.tournament_external_id} cancelled: play did not resume within 30 minutes"
+        + ("" if e.actor_name == "system" else f" (recorded by {e.actor_name})")
+    )
+
+
+def _proposal_prepared(e, before, after):
+    verb = "prepared again" if before else "prepared"
+    return (
+        f"{e.actor_name} {verb} proposal {e.object_id} v{after.get('version')} "
+        f"({_rule(after.get('rule'))}, {after.get('lines', 0):,} lines)"
+    )
+
+
+SENTENCES = {
+    "snapshot.imported": _snapshot_imported,
+    "api_client.created": lambda e, b, a: (
+        f"{e.actor_name} created API client {a.get('name')} acting as {a.get('acting_user')}"
+    ),
+    "incident.recorded": lambda e, b, a: (
+        f"{e.actor_name} recorded incident {e.object_id} on tournament "
+        f"{e.tournament_external_id}: failed at {a.get('failed_at')} ({a.get('cause')}), "
+        f"rule: {_rule(a.get('rule'))}"
+    ),
+    "incident.rule_changed": lambda e, b, a: (
+        f"Rule for incident {e.object_id} changed from {_rule(b.get('rule'))} to "
+        f"{_rule(a.get('rule'))}"
+    ),
+    "incident.restart_attempt": lambda e, b, a: (
+        f"{e.actor_name} logged a restart attempt at {a.get('attempted_at')} on incident "
+        f"{e.object_id}: {'succeeded' if a.get('succeeded') else 'failed'}"
+    ),
+    "incident.resumed": lambda e, b, a: (
+        f"{e.actor_name} marked play resumed at {a.get('resumed_at')} on incident "
+        f"{e.object_id}: no payout"
+    ),
+    "incident.cancelled": _incident_cancelled,
+    "incident.site_wide_confirmed": lambda e, b, a: (
+        f"{e.actor_name} confirmed that site-wide issues impaired play (incident "
+        f"{e.object_id}): rule {_rule(a.get('rule'))}"
+    ),
+    "proposal.prepared": _proposal_prepared,
+    "proposal.submitted": lambda e, b, a: (
+        f"{e.actor_name} submitted proposal {e.object_id} for approval"
+    ),
+    "proposal.approved": lambda e, b, a: (
+        f"{e.actor_name} approved proposal {e.object_id}{_money(a)}"
+    ),
+    "proposal.rejected": lambda e, b, a: f"{e.actor_name} rejected proposal {e.object_id}",
+}
+
+
+def describe(event):
+    """One sentence for an audit event; the reason, when there is one, follows it."""
+    before = event.before if isinstance(event.before, dict) else {}
+    after = event.after if isinstance(event.after, dict) else {}
+    sentence_for = SENTENCES.get(event.action)
+    try:
+        text = sentence_for(event, before, after) if sentence_for else None
+    except (TypeError, ValueError, AttributeError):
+        text = None  # an event written by an older version of the app: fall back below
+    if text is None:
+        text = f"{event.actor_name}: {event.action} on {event.object_type} {event.object_id}"
+    if event.reason:
+        text += f" — {event.reason}"
+    return text

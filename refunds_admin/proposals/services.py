@@ -1,0 +1,443 @@
+"""Payout proposals: prepare, submit, approve (four eyes), reject, replay, explain.
+
+Compute, preview, then perform: the engine computes a proposal from the stored snapshot and the
+incident's timing; its lines, summary, warnings and fingerprint are stored; a manager approves
+quoting the fingerprint they saw; posting pays exactly the stored lines.
+
+Preparing again (the snapshot was re-imported, a site-wide issue was confirmed) replaces the
+live proposal in place, whether it is a draft or already submitted: the fingerprint changes,
+so an approval quoting the old numbers is refused, and the replaced proposal returns to draft to
+be submitted again. An approved proposal is never replaced. A rejected proposal stays as it was
+and preparing again creates the next version.
+"""
+
+import dataclasses
+import hashlib
+from collections import OrderedDict
+from threading import Lock
+from typing import NamedTuple
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
+from refunds_admin.audit.services import record
+from refunds_admin.bulk import insert_rows
+from refunds_admin.errors import Refused
+from refunds_admin.incidents.models import Incident
+from refunds_admin.ledger import services as ledger
+from refunds_admin.payouts import SnapshotError, compute_proposal, explain, parse_snapshot
+from refunds_admin.tournaments.models import Tournament
+from refunds_admin.tournaments.services import engine_snapshot
+
+from .models import PayoutLine, PayoutProposal
+
+Status = PayoutProposal.Status
+# Once approved, a proposal is what gets paid: nothing may replace it.
+DECIDED = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
+
+
+class ReplayResult(NamedTuple):
+    matches: bool
+    stored_fingerprint: str
+    recomputed_fingerprint: str
+    differences: list
+
+
+# --------------------------------------------------------------------------------------------
+# Computing
+# --------------------------------------------------------------------------------------------
+
+
+def _compute(parsed, failed_at, site_wide_issue):
+    try:
+        return compute_proposal(parsed, failed_at=failed_at, site_wide_issue=site_wide_issue)
+    except SnapshotError as e:
+        raise Refused(
+            "The payout rules cannot be applied to this snapshot automatically.",
+            problems=[(p.field, p.message) for p in e.problems],
+        ) from None
+
+
+def _summary_for_storage(result):
+    """The payout-proposal/1 summary (amounts as strings), formatted by the engine itself;
+    the lines are left out of that document because they are stored as rows."""
+    return dataclasses.replace(result, lines=[]).to_json(with_fingerprint=False)["summary"]
+
+
+_LINE_COLUMNS = (
+    "proposal_id",
+    "position",
+    "entry_id",
+    "player_id",
+    "screen_name",
+    "status",
+    "chips",
+    "buy_in_refund_cents",
+    "next_prize_cents",
+    "chip_equity_cents",
+    "fee_refund_cents",
+    "total_cents",
+    "capped",
+)
+
+
+def _insert_lines(proposal, lines, *, meanwhile=None):
+    """Write the proposal's lines in snapshot order (COPY on PostgreSQL)."""
+    pid = proposal.pk
+    return insert_rows(
+        PayoutLine,
+        _LINE_COLUMNS,
+        (
+            (
+                pid,
+                position,
+                ln.entry_id,
+                ln.player_id,
+                ln.screen_name or "",
+                ln.status,
+                ln.chips,
+                ln.buy_in_refund,
+                ln.next_prize,
+                ln.chip_equity,
+                ln.fee_refund,
+                ln.total,
+                bool(ln.capped),
+            )
+            for position, ln in enumerate(lines)
+        ),
+        meanwhile=meanwhile,
+    )
+
+
+def _stale_reasons(proposal, incident, tournament):
+    """Why the proposal no longer describes the current facts (empty when it does)."""
+    reasons = []
+    if tournament.current_snapshot_id != proposal.snapshot_id:
+        reasons.append("the tournament's snapshot was re-imported after this proposal was prepared")
+    if incident.failed_at != proposal.failed_at:
+        reasons.append("the incident's failure time changed after this proposal was prepared")
+    if incident.site_wide_issue != proposal.site_wide_issue:
+        reasons.append("a site-wide issue was confirmed after this proposal was prepared")
+    return reasons
+
+
+def _refuse_if_stale(proposal, incident, tournament, doing):
+    reasons = _stale_reasons(proposal, incident, tournament)
+    if reasons:
+        raise Refused(
+            f"Proposal {proposal.pk} cannot be {doing}: {'; '.join(reasons)}. Prepare it again."
+        )
+
+
+def _facts(p):
+    return {
+        "status": p.status,
+        "version": p.version,
+        "fingerprint": p.fingerprint,
+        "rule": p.rule,
+        "total": p.total_cents,
+        "lines": p.lines_count,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# State changes
+# --------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def prepare_proposal(incident, *, acting_user):
+    """Compute the proposal for a cancelled incident from the tournament's current snapshot and
+    store it as a draft (replacing a live draft or submitted one; see the module docstring)."""
+    require_role(acting_user, CAN_PREPARE, "prepare proposals")
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    if incident.status != Incident.Status.CANCELLED:
+        raise Refused(
+            f"Incident {incident.pk} is {incident.get_status_display().lower()}: a proposal is "
+            "prepared only once the tournament is cancelled."
+        )
+    tournament = Tournament.objects.select_for_update().get(pk=incident.tournament_id)
+    if tournament.frozen_at is not None:
+        raise Refused(
+            f"Tournament {tournament.external_id} is frozen: a proposal was already approved."
+        )
+    snapshot = tournament.current_snapshot
+    live = (
+        PayoutProposal.objects.select_for_update()
+        .filter(incident=incident)
+        .exclude(status=Status.REJECTED)
+        .first()
+    )
+    if live is not None and live.status in DECIDED:
+        raise Refused(
+            f"Proposal {live.pk} is {live.status}: an approved proposal is never replaced."
+        )
+
+    result = _compute(engine_snapshot(snapshot), incident.failed_at, incident.site_wide_issue)
+    fields = {
+        "snapshot": snapshot,
+        "status": Status.DRAFT,
+        "rule": result.rule,
+        "currency": result.currency,
+        "failed_at": incident.failed_at,
+        "site_wide_issue": incident.site_wide_issue,
+        "summary": _summary_for_storage(result),
+        "warnings": list(result.warnings),
+        "fingerprint": "",  # computed while the lines are written, below
+        "total_cents": result.summary["total"],
+        "lines_count": len(result.lines),
+        "prepared_by": acting_user,
+        "prepared_at": timezone.now(),
+        "submitted_by": None,
+        "submitted_at": None,
+    }
+    before = None
+    if live is not None:
+        before = _facts(live)
+        # Replace in place: the old lines go, the row keeps its id and version.
+        PayoutLine.objects.filter(proposal=live)._raw_delete(live._state.db)
+        for name, value in fields.items():
+            setattr(live, name, value)
+        live.save()
+        proposal = live
+    else:
+        version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
+        proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
+    # The fingerprint (SHA-256 of the canonical lines) is computed while PostgreSQL writes them.
+    proposal.fingerprint = _insert_lines(proposal, result.lines, meanwhile=result.fingerprint)
+    PayoutProposal.objects.filter(pk=proposal.pk).update(fingerprint=proposal.fingerprint)
+    record(
+        "proposal.prepared",
+        proposal,
+        actor=acting_user,
+        tournament=tournament,
+        before=before,
+        after=_facts(proposal) | {"snapshot_version": snapshot.version},
+    )
+    return proposal
+
+
+def _locked(proposal):
+    return (
+        PayoutProposal.objects.select_for_update()
+        .select_related("incident", "incident__tournament")
+        .get(pk=proposal.pk)
+    )
+
+
+def _require_status(proposal, status, doing):
+    if proposal.status != status:
+        raise Refused(
+            f"Proposal {proposal.pk} is {proposal.get_status_display().lower()}, not "
+            f"{Status(status).label.lower()}: cannot {doing} it."
+        )
+
+
+def _sync(proposal):
+    proposal.refresh_from_db()
+    return proposal
+
+
+@transaction.atomic
+def submit_proposal(proposal, *, acting_user):
+    """Send a draft to the managers for approval."""
+    require_role(acting_user, CAN_PREPARE, "submit proposals")
+    fresh = _locked(proposal)
+    _require_status(fresh, Status.DRAFT, "submit")
+    _refuse_if_stale(fresh, fresh.incident, fresh.incident.tournament, "submitted")
+    changed = PayoutProposal.objects.filter(pk=fresh.pk, status=Status.DRAFT).update(
+        status=Status.SUBMITTED, submitted_by=acting_user, submitted_at=timezone.now()
+    )
+    if not changed:
+        raise Refused(f"Proposal {fresh.pk} changed at the same time; reload it.")
+    record(
+        "proposal.submitted",
+        fresh,
+        actor=acting_user,
+        tournament=fresh.incident.tournament,
+        before={"status": "draft"},
+        after={"status": "submitted", "fingerprint": fresh.fingerprint},
+    )
+    return _sync(proposal)
+
+
+@transaction.atomic
+def approve_proposal(proposal, *, acting_user, fingerprint):
+    """A second person's approval: a manager who neither prepared nor submitted the proposal,
+    quoting the fingerprint they saw. Freezes the tournament's snapshot and schedules posting in
+    the same transaction (the posting job starts only after commit)."""
+    require_role(acting_user, CAN_DECIDE, "approve proposals")
+    fresh = _locked(proposal)
+    if acting_user.pk in (fresh.prepared_by_id, fresh.submitted_by_id):
+        raise PermissionDenied(
+            f"{acting_user.get_username()} prepared or submitted proposal {fresh.pk}; "
+            "another manager must approve it (four eyes)."
+        )
+    _require_status(fresh, Status.SUBMITTED, "approve")
+    if (fingerprint or "").strip().lower() != fresh.fingerprint:
+        raise Refused(
+            f"Proposal {fresh.pk} is not the one you reviewed: its fingerprint is "
+            f"{fresh.fingerprint[:12]}…, you quoted {(fingerprint or '')[:12] or 'none'}. "
+            "Review it again."
+        )
+    tournament = Tournament.objects.select_for_update().get(pk=fresh.incident.tournament_id)
+    _refuse_if_stale(fresh, fresh.incident, tournament, "approved")
+    now = timezone.now()
+    changed = PayoutProposal.objects.filter(
+        pk=fresh.pk, status=Status.SUBMITTED, fingerprint=fresh.fingerprint
+    ).update(
+        status=Status.APPROVED,
+        approved_by=acting_user,
+        approved_at=now,
+        approved_fingerprint=fresh.fingerprint,
+    )
+    if not changed:
+        raise Refused(f"Proposal {fresh.pk} was decided at the same time; reload it.")
+    # From now on the snapshot this proposal was computed from is the one that counts.
+    Tournament.objects.filter(pk=tournament.pk, frozen_at__isnull=True).update(frozen_at=now)
+    record(
+        "proposal.approved",
+        fresh,
+        actor=acting_user,
+        tournament=tournament,
+        before={"status": "submitted"},
+        after={
+            "status": "approved",
+            "fingerprint": fresh.fingerprint,
+            "total": fresh.total_cents,
+            "currency": fresh.currency,
+        },
+    )
+    proposal = _sync(proposal)
+    # The transactional outbox: the posting is recorded in this transaction, queued after commit.
+    ledger.schedule_posting(proposal, actor=acting_user)
+    return proposal
+
+
+@transaction.atomic
+def reject_proposal(proposal, *, acting_user, reason):
+    """A manager sends a submitted proposal back with a reason; it may be prepared again as a
+    new version."""
+    require_role(acting_user, CAN_DECIDE, "reject proposals")
+    reason = (reason or "").strip()
+    if not reason:
+        raise Refused("A reason is required.", problems=[("reason", "is required")])
+    fresh = _locked(proposal)
+    _require_status(fresh, Status.SUBMITTED, "reject")
+    changed = PayoutProposal.objects.filter(pk=fresh.pk, status=Status.SUBMITTED).update(
+        status=Status.REJECTED,
+        rejected_by=acting_user,
+        rejected_at=timezone.now(),
+        rejection_reason=reason,
+    )
+    if not changed:
+        raise Refused(f"Proposal {fresh.pk} was decided at the same time; reload it.")
+    record(
+        "proposal.rejected",
+        fresh,
+        actor=acting_user,
+        tournament=fresh.incident.tournament,
+        before={"status": "submitted"},
+        after={"status": "rejected"},
+        reason=reason,
+    )
+    return _sync(proposal)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading: replay and statements
+# --------------------------------------------------------------------------------------------
+
+_LINE_FIELDS = (
+    ("entry_id", "entry_id"),
+    ("player_id", "player_id"),
+    ("chips", "chips"),
+    ("buy_in_refund_cents", "buy_in_refund"),
+    ("next_prize_cents", "next_prize"),
+    ("chip_equity_cents", "chip_equity"),
+    ("fee_refund_cents", "fee_refund"),
+    ("total_cents", "total"),
+    ("capped", "capped"),
+)
+MAX_DIFFERENCES = 20
+
+
+def replay_proposal(proposal):
+    """Recompute the proposal from its stored snapshot document and timing, and compare.
+
+    The auditor's check that history was not rewritten: the document must still match its
+    SHA-256, the recomputed fingerprint must equal the stored one, and every stored line must
+    equal the recomputed line.
+    """
+    snapshot = proposal.snapshot
+    differences = []
+    if hashlib.sha256(snapshot.document.encode("utf-8")).hexdigest() != snapshot.sha256:
+        differences.append(f"snapshot v{snapshot.version} no longer matches its SHA-256")
+    try:
+        result = compute_proposal(
+            parse_snapshot(snapshot.document),
+            failed_at=proposal.failed_at,
+            site_wide_issue=proposal.site_wide_issue,
+        )
+    except SnapshotError as e:
+        differences.append(f"the stored snapshot is now refused: {e}")
+        return ReplayResult(False, proposal.fingerprint, "", differences)
+    recomputed = result.fingerprint()
+    if recomputed != proposal.fingerprint:
+        differences.append("the recomputed fingerprint differs from the stored one")
+    if result.rule != proposal.rule:
+        differences.append(f"rule: stored {proposal.rule}, recomputed {result.rule}")
+    if proposal.approved_fingerprint and proposal.approved_fingerprint != proposal.fingerprint:
+        differences.append("the approved fingerprint differs from the stored one")
+    stored = PayoutLine.objects.filter(proposal=proposal).order_by("position")
+    stored = stored.values_list(*(db for db, _ in _LINE_FIELDS)).iterator(chunk_size=5000)
+    count = 0
+    for count, (row, line) in enumerate(zip(stored, result.lines, strict=False), start=1):
+        for value, (_column, attr) in zip(row, _LINE_FIELDS, strict=True):
+            if value != getattr(line, attr) and len(differences) < MAX_DIFFERENCES:
+                differences.append(
+                    f"line {count} ({line.entry_id}) {attr}: stored {value}, recomputed "
+                    f"{getattr(line, attr)}"
+                )
+    if proposal.lines_count != len(result.lines) or count != len(result.lines):
+        differences.append(
+            f"lines: {proposal.lines_count} recorded, {count} stored, {len(result.lines)} recomputed"
+        )
+    return ReplayResult(not differences, proposal.fingerprint, recomputed, differences)
+
+
+# The engine's proposal behind a stored one, for statements (a player's "why did I get this?").
+_COMPUTED = OrderedDict()
+_COMPUTED_LOCK = Lock()
+
+
+def _engine_proposal(proposal):
+    key = (proposal.pk, proposal.fingerprint)
+    with _COMPUTED_LOCK:
+        if key in _COMPUTED:
+            _COMPUTED.move_to_end(key)
+            return _COMPUTED[key]
+    result = _compute(
+        engine_snapshot(proposal.snapshot), proposal.failed_at, proposal.site_wide_issue
+    )
+    if result.fingerprint() != proposal.fingerprint:
+        raise Refused(
+            f"Proposal {proposal.pk} no longer recomputes to its stored fingerprint; "
+            "replay it for details."
+        )
+    with _COMPUTED_LOCK:
+        _COMPUTED[key] = result
+        while len(_COMPUTED) > 2:
+            _COMPUTED.popitem(last=False)
+    return result
+
+
+def statement(proposal, entry_id):
+    """The entry's statement in the policy's layout (the same text as `compute_payouts
+    --explain`), computed from the stored snapshot and checked against the stored fingerprint."""
+    if not PayoutLine.objects.filter(proposal=proposal, entry_id=entry_id).exists():
+        raise Refused(f"Entry {entry_id!r} is not part of proposal {proposal.pk}.")
+    return explain(_engine_proposal(proposal), entry_id)

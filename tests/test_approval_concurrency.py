@@ -1,0 +1,122 @@
+"""Two managers at once: compare-and-set leaves exactly one outcome (real PostgreSQL
+connections in two threads; each thread has its own Django connection)."""
+
+import threading
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
+from django.db import connection, connections
+
+from refunds_admin.accounts.roles import ROLES
+from refunds_admin.audit.models import AuditEvent
+from refunds_admin.errors import Refused
+from refunds_admin.proposals import services
+from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.tournaments.models import Tournament
+
+from .posting_stub import record_scheduled_postings
+from .workflow_data import cancelled_incident
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def reenable_audit_truncate_guard(django_db_blocker):
+    """Transactional tests end with a TRUNCATE of every table, which the audit table's trigger
+    refuses. The guard is switched off just for that flush (see below) and back on after it;
+    this fixture is listed before `transactional_db`, so its teardown runs after the flush.
+    The flush also empties the role groups the data migration made: they are put back."""
+    yield
+    with django_db_blocker.unblock():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "ALTER TABLE audit_auditevent ENABLE TRIGGER audit_auditevent_no_truncate"
+            )
+        for role in ROLES:
+            Group.objects.get_or_create(name=role)
+
+
+@pytest.fixture
+def db_for_threads(reenable_audit_truncate_guard, transactional_db):
+    for role in ROLES:
+        Group.objects.get_or_create(name=role)
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_auditevent_no_truncate")
+
+
+@pytest.fixture
+def submitted(db_for_threads, django_user_model, monkeypatch):
+    record_scheduled_postings(monkeypatch)
+    preparer = django_user_model.objects.create(username="sue_support")
+    preparer.groups.add(Group.objects.get_or_create(name="support")[0])
+    proposal = services.prepare_proposal(cancelled_incident(preparer), acting_user=preparer)
+    return services.submit_proposal(proposal, acting_user=preparer)
+
+
+def _managers(django_user_model, *names):
+    group = Group.objects.get_or_create(name="manager")[0]
+    users = []
+    for name in names:
+        user = django_user_model.objects.create(username=name)
+        user.groups.add(group)
+        users.append(user)
+    return users
+
+
+def _at_once(*actions):
+    """Run the actions in threads released together; return what each returned or raised."""
+    barrier = threading.Barrier(len(actions))
+    outcomes = [None] * len(actions)
+
+    def run(i, action):
+        try:
+            barrier.wait()
+            outcomes[i] = action()
+        except (Refused, PermissionDenied) as e:
+            outcomes[i] = e
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(actions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    return outcomes
+
+
+def test_it_approves_once_when_two_managers_approve_at_once(submitted, django_user_model):
+    m1, m2 = _managers(django_user_model, "mia", "max")
+    outcomes = _at_once(
+        lambda: services.approve_proposal(
+            submitted, acting_user=m1, fingerprint=submitted.fingerprint
+        ),
+        lambda: services.approve_proposal(
+            submitted, acting_user=m2, fingerprint=submitted.fingerprint
+        ),
+    )
+    refused = [o for o in outcomes if isinstance(o, Refused)]
+    approved = [o for o in outcomes if isinstance(o, PayoutProposal)]
+    assert len(approved) == 1 and len(refused) == 1, outcomes
+    proposal = PayoutProposal.objects.get(pk=submitted.pk)
+    assert proposal.status == "approved" and proposal.approved_by == approved[0].approved_by
+    assert AuditEvent.objects.filter(action="proposal.approved").count() == 1
+    assert Tournament.objects.get().frozen_at is not None
+
+
+def test_it_has_one_outcome_when_approve_and_reject_race(submitted, django_user_model):
+    m1, m2 = _managers(django_user_model, "mia", "max")
+    outcomes = _at_once(
+        lambda: services.approve_proposal(
+            submitted, acting_user=m1, fingerprint=submitted.fingerprint
+        ),
+        lambda: services.reject_proposal(submitted, acting_user=m2, reason="numbers look off"),
+    )
+    assert sum(isinstance(o, PayoutProposal) for o in outcomes) == 1, outcomes
+    assert sum(isinstance(o, Refused) for o in outcomes) == 1, outcomes
+    proposal = PayoutProposal.objects.get(pk=submitted.pk)
+    decided = AuditEvent.objects.filter(action__in=["proposal.approved", "proposal.rejected"])
+    assert decided.count() == 1 and decided.get().action == f"proposal.{proposal.status}"
+    assert (Tournament.objects.get().frozen_at is not None) == (proposal.status == "approved")

@@ -1,0 +1,69 @@
+"""Management commands: import_snapshot, export_snapshot, load_demo (replay_proposal and
+create_api_client are tested with proposals and the API)."""
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from refunds_admin.incidents.models import Incident
+from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.tournaments.models import Snapshot, Tournament
+
+EXAMPLES = Path(__file__).parent / "data" / "examples"
+pytestmark = pytest.mark.django_db
+
+
+def test_it_imports_and_exports_a_file_byte_for_byte(tmp_path, capsys):
+    source = EXAMPLES / "06-non-cash-prize.scenario.json"
+    call_command("import_snapshot", str(source))
+    assert "Imported UP-EX-6" in capsys.readouterr().out
+    assert Snapshot.objects.get().source == "cli"
+    exported = tmp_path / "out.json"
+    call_command("export_snapshot", "UP-EX-6", output=str(exported))
+    assert exported.read_bytes() == source.read_bytes()
+    call_command("export_snapshot", "UP-EX-6")
+    assert capsys.readouterr().out == source.read_text(encoding="utf-8")
+
+
+def test_it_refuses_a_bad_file_with_the_problems_and_imports_nothing():
+    with pytest.raises(CommandError) as refused:
+        call_command("import_snapshot", str(EXAMPLES / "09-refused-chips-mismatch.scenario.json"))
+    assert "chips_in_play" in str(refused.value)
+    assert Tournament.objects.count() == 0
+
+
+def test_it_imports_as_a_named_user_only_with_a_role(auditor, support):
+    path = str(EXAMPLES / "03-early-failure-full-refund.scenario.json")
+    with pytest.raises(CommandError, match="may not import"):
+        call_command("import_snapshot", path, user=auditor.username)
+    call_command("import_snapshot", path, user=support.username)
+    assert Snapshot.objects.get().imported_by == support
+
+
+def test_it_loads_the_demo_once_and_prints_working_logins(capsys):
+    call_command("load_demo")
+    out = capsys.readouterr().out
+    for username, password in [
+        ("support", "support-demo-pass"),
+        ("manager", "manager-demo-pass"),
+        ("manager2", "manager2-demo-pass"),
+        ("auditor", "auditor-demo-pass"),
+        ("admin", "admin-demo-pass"),
+    ]:
+        assert f"{username} / {password}" in out
+        assert authenticate(username=username, password=password) is not None
+    assert Incident.objects.get(status="open").tournament.external_id == "UP-EX-2"
+    cancelled = Incident.objects.get(status="cancelled")
+    assert PayoutProposal.objects.get(incident=cancelled).status == "draft"
+    counts = (Tournament.objects.count(), Snapshot.objects.count(), PayoutProposal.objects.count())
+
+    call_command("load_demo")  # idempotent
+    assert "already there" in capsys.readouterr().out
+    assert counts == (
+        Tournament.objects.count(),
+        Snapshot.objects.count(),
+        PayoutProposal.objects.count(),
+    )

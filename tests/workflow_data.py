@@ -1,0 +1,87 @@
+"""Small snapshots and workflow steps for the workflow tests (import, incidents, proposals).
+
+The standard tournament: 10 entries, 4 of them still active (chips 40,000 / 30,000 / 20,000 /
+10,000), 3 paid places (500 / 300 / 200 USD), buy-in 30 + fee 3. Failing an hour after the start
+selects "not in the money" (4 active > 3 paid places); within 20 minutes, the full refund.
+"""
+
+import json
+from datetime import timedelta
+
+from django.utils import timezone
+
+from refunds_admin.incidents import services as incidents
+from refunds_admin.tournaments.models import Snapshot
+from refunds_admin.tournaments.services import import_snapshot
+
+ACTIVE_CHIPS = [40_000, 30_000, 20_000, 10_000]
+
+
+def snapshot_doc(external_id="T-1", *, starts_at=None, active_chips=None, eliminated=6, **extra):
+    starts_at = starts_at or timezone.now() - timedelta(hours=2)
+    chips = active_chips or ACTIVE_CHIPS
+    entries = [
+        {
+            "entry_id": f"e{i + 1}",
+            "player_id": f"p{i + 1}",
+            "screen_name": f"player{i + 1}",
+            "status": "active",
+            "chips": c,
+        }
+        for i, c in enumerate(chips)
+    ]
+    entries += [
+        {
+            "entry_id": f"e{len(chips) + i + 1}",
+            "player_id": f"p{len(chips) + i + 1}",
+            "status": "eliminated",
+        }
+        for i in range(eliminated)
+    ]
+    doc = {
+        "format": "tournament-snapshot/1",
+        "tournament": {
+            "external_id": external_id,
+            "name": "$30 + $3 Test Special",
+            "currency": "USD",
+            "buy_in": "30.00",
+            "fee": "3.00",
+            "starts_at": starts_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "chips_in_play": sum(chips),
+            "prizes": [
+                {"place": 1, "amount": "500.00"},
+                {"place": 2, "amount": "300.00"},
+                {"place": 3, "amount": "200.00"},
+            ],
+        },
+        "entries": entries,
+    }
+    doc["tournament"].update(extra)
+    return doc
+
+
+def dumps(doc):
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def import_doc(user, doc=None, **kwargs):
+    doc = doc or snapshot_doc(**kwargs)
+    return import_snapshot(dumps(doc).encode(), acting_user=user, source=Snapshot.Source.UPLOAD)
+
+
+def open_incident(user, *, failed_ago=timedelta(minutes=5), **kwargs):
+    """A tournament that started 2 hours ago and failed `failed_ago` ago."""
+    tournament = import_doc(user, **kwargs).tournament
+    return incidents.record_incident(
+        tournament,
+        failed_at=timezone.now() - failed_ago,
+        cause="server_crash",
+        description="game server crashed",
+        acting_user=user,
+    )
+
+
+def cancelled_incident(user, **kwargs):
+    """Failed 40 minutes ago, not resumed: cancelled by the system when the window passed."""
+    incident = open_incident(user, failed_ago=timedelta(minutes=40), **kwargs)
+    return incidents.cancel_after_window(incident, acting_user=None)
