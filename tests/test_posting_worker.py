@@ -177,19 +177,22 @@ APPROVE_WITH_REDIS_DOWN = """
 import os, time, django
 os.environ["DJANGO_SETTINGS_MODULE"] = "refunds_admin.settings"
 django.setup()
-from django.db import transaction
-from refunds_admin.ledger.services import schedule_posting
+from django.contrib.auth import get_user_model
 from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.proposals.services import approve_proposal
 proposal = PayoutProposal.objects.get(pk=int(os.environ["PROPOSAL"]))
+manager = get_user_model().objects.get(username="posting_approver")
 started = time.monotonic()
-with transaction.atomic():
-    schedule_posting(proposal, actor=None)  # the approval's transaction; kicks on commit
+approve_proposal(proposal, acting_user=manager, fingerprint=proposal.fingerprint)
 print("ELAPSED", time.monotonic() - started)
 """
 
 
 def test_it_approves_with_redis_down_and_the_sweeper_posts_later(celery_worker_process):
     proposal = make_approved_proposal(lines=200, schedule=False)
+    PayoutProposal.objects.filter(pk=proposal.pk).update(  # submitted, waiting for approval
+        status="submitted", approved_by=None, approved_at=None, approved_fingerprint=""
+    )
     # The approving process sees a broker that refuses connections (nothing listens there).
     env = celery_worker_process.env(REDIS_URL="redis://127.0.0.1:6390/0", PROPOSAL=proposal.pk)
     done = subprocess.run(
@@ -204,6 +207,8 @@ def test_it_approves_with_redis_down_and_the_sweeper_posts_later(celery_worker_p
     elapsed = float(done.stdout.split("ELAPSED")[1])
     assert elapsed < 3, f"approval took {elapsed:.1f}s with Redis down"
     assert "could not queue the posting" in done.stderr
+    proposal.refresh_from_db()
+    assert proposal.status == PayoutProposal.Status.APPROVED  # the approval itself succeeded
     job = PostingJob.objects.get(proposal=proposal)
     assert job.state == "queued"
     assert not Credit.objects.filter(proposal=proposal).exists()

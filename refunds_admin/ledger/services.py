@@ -255,7 +255,9 @@ def _post_all(job, *, max_chunks=None):
         # Credits booked by an earlier run but never answered by the cashier (the worker died
         # in between, or a manager resumed after a refusal): deliver them first.
         undelivered = Credit.objects.filter(proposal_id=proposal.pk, delivery__isnull=True)
-        wallet.deliver(list(undelivered.values_list("key", flat=True)), proposal)
+        wallet.deliver(
+            list(undelivered.values_list("key", flat=True)), proposal, partial(_beat, job)
+        )
     after, posted, posted_cents = job.posted_through, job.posted, job.posted_cents
     chunks = 0
     while True:
@@ -270,7 +272,7 @@ def _post_all(job, *, max_chunks=None):
                 # The ledger is the wallet: progress commits with the credits it counts.
                 _advance(job, through, posted + credits, posted_cents + cents)
         if wallet.external:
-            wallet.deliver(chunk_keys(proposal, after, through), proposal)
+            wallet.deliver(chunk_keys(proposal, after, through), proposal, partial(_beat, job))
             applied = _cashier_applied(proposal.pk)
             _advance(job, through, applied["n"], applied["cents"] or 0)
         after, posted, posted_cents = through, posted + credits, posted_cents + cents
@@ -287,6 +289,11 @@ def _advance(job, through, posted, posted_cents):
         posted_cents=posted_cents,
         heartbeat_at=timezone.now(),
     )
+
+
+def _beat(job):
+    """The job is alive (for the sweeper), even while a slow cashier answers."""
+    PostingJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
 
 
 def _cashier_applied(proposal_id):

@@ -34,7 +34,7 @@ class InternalLedger:
 
     external = False
 
-    def deliver(self, keys, proposal):
+    def deliver(self, keys, proposal, heartbeat=None):
         return None
 
 
@@ -187,8 +187,10 @@ class CashierWallet:
 
     # -- what the posting job calls ----------------------------------------------------------------
 
-    def deliver(self, keys, proposal):
-        """Send the credits with these keys that the cashier has not confirmed yet."""
+    def deliver(self, keys, proposal, heartbeat=None):
+        """Send the credits with these keys that the cashier has not confirmed yet.
+
+        `heartbeat()` is called every few credits: a slow cashier is not a dead worker."""
         from .models import CashierDelivery, Credit
 
         tournament = proposal.incident.tournament.external_id
@@ -197,7 +199,10 @@ class CashierWallet:
                 credit_id__in=keys, state=CashierDelivery.State.APPLIED
             ).values_list("credit_id", flat=True)
         )
-        for credit in Credit.objects.filter(key__in=[k for k in keys if k not in confirmed]):
+        pending = Credit.objects.filter(key__in=[k for k in keys if k not in confirmed])
+        for number, credit in enumerate(pending):
+            if heartbeat is not None and number % 20 == 0:
+                heartbeat()
             body = {
                 "player_id": credit.player_id,
                 "currency": credit.currency,
