@@ -67,3 +67,22 @@ def test_it_retries_then_fails_with_the_reason(settings, django_capture_on_commi
 def test_it_digests_lines_the_same_in_sql_and_in_python():
     proposal = make_approved_proposal(amounts=[(1000, 0, 7, 100), (0, 0, 0, 0), (5, 6, 7, 8)])
     assert writers.lines_summary(proposal.pk) == writers.lines_summary_in_python(proposal.pk)
+
+
+def test_it_sweeps_only_jobs_left_waiting(settings, django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from refunds_admin.ledger.services import sweep_unposted
+
+    settings.POSTING_STALE_AFTER = 120
+    lost = make_approved_proposal(lines=2)  # its kick never reached a worker (test transaction)
+    fresh = make_approved_proposal(lines=2)
+    orphan = make_approved_proposal(lines=2, schedule=False)  # approved, no outbox row at all
+    PostingJob.objects.filter(proposal=lost).update(queued_at=timezone.now() - timedelta(minutes=5))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sorted(sweep_unposted()) == sorted([lost.pk, orphan.pk])
+    states = dict(PostingJob.objects.values_list("proposal_id", "state"))
+    assert states == {lost.pk: "posted", fresh.pk: "queued", orphan.pk: "posted"}

@@ -122,16 +122,18 @@ def sweep_unposted(*, stale_after=None):
     elsewhere is safe to queue again: the job lock turns the second run into a no-op.
     """
     cutoff = timezone.now() - (_stale_after() if stale_after is None else stale_after)
-    # Approved proposals without an outbox row (approved before the outbox existed): add one.
+    requeued = []
+    # Approved proposals without an outbox row (approved before the outbox existed): add one;
+    # schedule_posting queues it when its transaction commits.
     for proposal in PayoutProposal.objects.filter(status=Status.APPROVED, posting_job=None):
         with transaction.atomic():
             schedule_posting(proposal, actor=None)
+        requeued.append(proposal.pk)
     stale = PostingJob.objects.filter(
         Q(state=State.QUEUED, queued_at__lte=cutoff)
         | Q(state=State.RUNNING, heartbeat_at__lte=cutoff)
         | Q(state=State.RUNNING, heartbeat_at__isnull=True, queued_at__lte=cutoff)
     ).values_list("proposal_id", flat=True)
-    requeued = []
     for proposal_id in stale:
         log.info("sweeper: queueing the posting of proposal %s again", proposal_id)
         if kick_posting(proposal_id):
