@@ -165,10 +165,19 @@ CELERY_BEAT_SCHEDULE = {
     "flag-overdue-incidents": {"task": "incidents.flag_overdue", "schedule": 60.0},
 }
 
+# Posting (refunds_admin/ledger, docs/posting.md): lines per chunk (one transaction each),
+# seconds without progress before the sweeper re-queues a job, runs that may end in an error
+# before the job fails and waits for a manager.
+POSTING_CHUNK_SIZE = env_int("POSTING_CHUNK_SIZE", 10_000)
+POSTING_STALE_AFTER = env_int("POSTING_STALE_AFTER", 120)
+POSTING_MAX_ATTEMPTS = env_int("POSTING_MAX_ATTEMPTS", 5)
+
 # The operator's cashier (../shared/spec/cashier-api.md). Unset: the app's own ledger is the wallet.
 CASHIER_URL = env("CASHIER_URL", "")
 CASHIER_TOKEN = env("CASHIER_TOKEN", "")
 CASHIER_TIMEOUT = float(env("CASHIER_TIMEOUT", "10"))
+CASHIER_MAX_TRIES = env_int("CASHIER_MAX_TRIES", 8)  # per credit, before the job retries later
+CASHIER_BACKOFF = float(env("CASHIER_BACKOFF", "0.5"))  # seconds, doubled on each try
 
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "refunds-admin@localhost")

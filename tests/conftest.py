@@ -10,6 +10,9 @@ import shutil
 import pytest
 from django.conf import settings
 
+# Real Celery worker processes for tests (posting, and the browser journeys).
+from tests.posting_support import celery_worker_process  # noqa: F401
+
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
@@ -41,7 +44,9 @@ def _user(django_user_model, username, role):
 
     user = django_user_model.objects.create_user(username=username, password="pw-" + username)
     if role:
-        user.groups.add(Group.objects.get(name=role))
+        # get_or_create: after a transactional test the flush also empties the groups that the
+        # accounts data migration created.
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
 
 
@@ -69,3 +74,31 @@ def auditor(db, django_user_model):
 def outsider(db, django_user_model):
     """A logged-in account with no role at all."""
     return _user(django_user_model, "nora_norole", None)
+
+
+@pytest.fixture(autouse=True)
+def _append_only_tables_let_the_test_database_be_emptied(request):
+    """After a transactional test pytest-django empties the tables with TRUNCATE, which the
+    append-only triggers (audit events, ledger credits) refuse. For that flush only, this test
+    connection skips triggers (session_replication_role = replica); every test using the
+    database switches them back on first, so append-only stays enforced while tests run."""
+    names = set(request.fixturenames)
+    marker = request.node.get_closest_marker("django_db")
+    uses_db = {"db", "transactional_db", "live_server"} & names or marker
+    if not uses_db or settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        yield
+        return
+    from django.db import connection
+
+    transactional = {"transactional_db", "live_server"} & names or (
+        marker and marker.kwargs.get("transaction")
+    )
+    request.getfixturevalue("transactional_db" if transactional else "db")
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = DEFAULT")
+    yield
+    if getattr(connection, "in_atomic_block", False):
+        return  # a `db` test: rolled back, no flush
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")

@@ -1,0 +1,44 @@
+"""Read-only admin for the ledger: credits are append-only, jobs change only through services."""
+
+from django.contrib import admin
+
+from .models import CashierDelivery, Credit, PostingJob
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Credit)
+class CreditAdmin(ReadOnlyAdmin):
+    list_display = ["key", "player_id", "component", "amount_cents", "currency", "created_at"]
+    list_filter = ["component", "currency"]
+    search_fields = ["=player_id", "=entry_id", "=proposal__id"]
+    show_full_result_count = False
+
+
+@admin.register(PostingJob)
+class PostingJobAdmin(ReadOnlyAdmin):
+    list_display = [
+        "proposal",
+        "state",
+        "posted",
+        "total",
+        "posted_cents",
+        "total_cents",
+        "attempts",
+    ]
+    list_filter = ["state"]
+
+
+@admin.register(CashierDelivery)
+class CashierDeliveryAdmin(ReadOnlyAdmin):
+    list_display = ["credit", "state", "cashier_credit_id", "error", "updated_at"]
+    list_filter = ["state"]

@@ -1,0 +1,37 @@
+"""python manage.py reconcile: approved totals against the ledger (and the cashier, if any)."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from refunds_admin.ledger.services import reconcile
+
+
+def _money(cents, currency):
+    if cents is None:
+        return "-"
+    return f"{cents // 100}.{cents % 100:02d} {currency}"
+
+
+class Command(BaseCommand):
+    help = "Compare each approved proposal's total with the credits posted; exit 1 on a mismatch."
+
+    def handle(self, *args, **options):
+        rows = reconcile()
+        bad = 0
+        for row in rows:
+            mark = "ok " if row["ok"] else "MISMATCH"
+            self.stdout.write(
+                f"{mark} proposal {row['proposal']} ({row['status']}): approved "
+                f"{_money(row['approved_cents'], row['currency'])}, ledger "
+                f"{_money(row['booked_cents'], row['currency'])} in {row['booked_credits']} credits"
+                + (
+                    f", cashier {_money(row['cashier_cents'], row['currency'])}"
+                    if row["cashier_cents"] is not None
+                    else ""
+                )
+            )
+            for problem in row["problems"]:
+                self.stdout.write(f"    - {problem}")
+            bad += not row["ok"]
+        self.stdout.write(f"{len(rows)} proposals checked, {bad} mismatched")
+        if bad:
+            raise CommandError(f"{bad} proposal(s) do not reconcile")

@@ -1,0 +1,153 @@
+"""The app's own ledger: one immutable Credit per (proposal, entry, component), plus the
+bookkeeping of the posting job and of deliveries to the operator's cashier.
+
+Credits are append-only (a PostgreSQL trigger refuses UPDATE and DELETE, migration 0002), so
+anything that changes over time -- the job's progress, a credit's delivery to the cashier --
+lives in its own table.
+"""
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class Component(models.TextChoices):
+    """The parts of an entry's refund, as the player's statement lists them."""
+
+    BUY_IN_REFUND = "buy_in_refund", "Buy-in refund"
+    NEXT_PRIZE = "next_prize", "Next prize"
+    CHIP_EQUITY = "chip_equity", "Chip equity"
+    FEE_REFUND = "fee_refund", "Fee refund"
+
+
+# PayoutLine field holding each component's amount, in statement order.
+COMPONENT_FIELDS = [
+    (Component.BUY_IN_REFUND, "buy_in_refund_cents"),
+    (Component.NEXT_PRIZE, "next_prize_cents"),
+    (Component.CHIP_EQUITY, "chip_equity_cents"),
+    (Component.FEE_REFUND, "fee_refund_cents"),
+]
+
+
+def credit_key(proposal_id, entry_id, component):
+    """The credit's identity, also its Idempotency-Key at the cashier.
+
+    One key per entry *and component* (not per entry with components summed): each credit then
+    matches one line of the player's statement, and the key never depends on how the other
+    components of the entry were computed, so it is the same on every retry.
+    """
+    return f"proposal-{proposal_id}/{entry_id}/{component}"
+
+
+class Credit(models.Model):
+    """Money booked to a player: one component of one entry's refund. Never changed or deleted.
+
+    A player's balance in a currency is the sum of their credits in that currency.
+    """
+
+    key = models.CharField(
+        max_length=300, primary_key=True, help_text="proposal-<id>/<entry id>/<component>"
+    )
+    # No database foreign key: checking it costs about 0.8 s per 100k credits, a third of the
+    # posting budget. Integrity holds anyway: credits are inserted only from the proposal's own
+    # lines (so the proposal exists), and on PostgreSQL a trigger refuses to delete a proposal
+    # that has credits (migration 0002); PROTECT does the same in the ORM.
+    proposal = models.ForeignKey(
+        "proposals.PayoutProposal",
+        on_delete=models.PROTECT,
+        related_name="credits",
+        db_constraint=False,
+    )
+    entry_id = models.CharField(max_length=128)
+    component = models.CharField(max_length=20, choices=Component.choices)
+    player_id = models.CharField(max_length=128)
+    currency = models.CharField(max_length=3)
+    amount_cents = models.BigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["proposal", "key"]
+        # A plain index (no LIKE index): player lookup is by exact player id.
+        indexes = [models.Index(fields=["player_id", "currency"], name="credit_player_idx")]
+        constraints = [
+            # A zero component is not a credit: nothing is booked for it.
+            models.CheckConstraint(condition=Q(amount_cents__gt=0), name="credit_amount_positive"),
+        ]
+
+    def __str__(self):
+        return f"{self.key} {self.amount_cents} {self.currency}"
+
+
+class PostingJob(models.Model):
+    """The outbox row of an approved proposal: written in the approval's own transaction, so a
+    broker that is down at that moment cannot lose the job; the sweeper re-queues it.
+
+    Progress (`posted` of `total` credits, `posted_cents` of `total_cents`) is what the progress
+    bar shows. `posted_through` is the position of the last line whose credits are all posted:
+    a restarted job continues after it.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        POSTED = "posted", "Posted"
+        FAILED = "failed", "Failed"
+
+    proposal = models.OneToOneField(
+        "proposals.PayoutProposal", on_delete=models.PROTECT, related_name="posting_job"
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    total = models.PositiveIntegerField(help_text="Credits to post (non-zero components).")
+    total_cents = models.BigIntegerField()
+    lines_digest = models.CharField(
+        max_length=64, help_text="SHA-256 of the lines as approved; posting refuses other lines."
+    )
+    posted = models.PositiveIntegerField(default=0)
+    posted_cents = models.BigIntegerField(default=0)
+    posted_through = models.IntegerField(
+        default=-1, help_text="Position of the last line whose credits are all posted."
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    queued_at = models.DateTimeField(default=timezone.now, help_text="Last time it was queued.")
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(posted__lte=models.F("total"))
+                & Q(posted_cents__lte=models.F("total_cents")),
+                name="posting_never_exceeds_approved",
+            ),
+        ]
+
+    def __str__(self):
+        return f"Posting of proposal {self.proposal_id}: {self.posted}/{self.total} ({self.state})"
+
+
+class CashierDelivery(models.Model):
+    """Where one credit stands at the operator's cashier (only when CASHIER_URL is set).
+
+    A credit counts as posted only once the cashier confirmed it (state `applied`).
+    """
+
+    class State(models.TextChoices):
+        APPLIED = "applied", "Applied at the cashier"
+        FAILED = "failed", "Refused by the cashier: needs a human"
+
+    credit = models.OneToOneField(Credit, on_delete=models.PROTECT, related_name="delivery")
+    state = models.CharField(max_length=10, choices=State.choices)
+    cashier_credit_id = models.CharField(max_length=128, blank=True)
+    error = models.TextField(blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["credit"]
+        verbose_name_plural = "cashier deliveries"
+
+    def __str__(self):
+        return f"{self.credit_id} {self.state}"

@@ -1,0 +1,142 @@
+"""The HTTP wallet adapter against a real (fake) cashier on 127.0.0.1: each credit applied
+exactly once, whatever the cashier does."""
+
+import time
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from refunds_admin.ledger import services
+from refunds_admin.ledger.models import CashierDelivery, PostingJob
+from refunds_admin.ledger.wallets import CashierStopped, CashierUnavailable, CashierWallet
+from tests.fake_cashier import FakeCashier
+from tests.posting_support import expected_keys, make_approved_proposal
+
+BODY = {"player_id": "p1", "currency": "USD", "amount": "815.33", "reference": "proposal 1 / e1"}
+
+
+@pytest.fixture
+def cashier():
+    with FakeCashier(ignore_keys=True) as fake:
+        yield fake
+
+
+def wallet_for(fake, **options):
+    options = {"timeout": 0.3, "backoff": 0.01, "max_tries": 6} | options
+    return CashierWallet(fake.url, fake.token, **options)
+
+
+def test_it_applies_each_credit_once_through_errors_timeouts_and_drops(cashier):
+    # This cashier even ignores the Idempotency-Key: a blind resend would pay twice.
+    cashier.script = {
+        "k-500": ["500", "500"],
+        "k-drop": ["drop"],
+        "k-timeout": ["timeout"],
+        "k-429": ["429"],
+        "k-mixed": ["500", "drop", "500"],
+        "k-ok": [],
+    }
+    wallet = wallet_for(cashier)
+    for key in list(cashier.script):
+        outcome = wallet.apply(key, BODY | {"reference": f"ref {key}"})
+        assert outcome.applied and outcome.cashier_credit_id == f"cc-{key}", key
+    assert {key: cashier.times_applied(key) for key in cashier.script} == dict.fromkeys(
+        cashier.script, 1
+    )
+
+
+def test_it_honours_retry_after(cashier):
+    cashier.script = {"k": ["429"]}
+    started = time.monotonic()
+    assert wallet_for(cashier).apply("k", BODY).applied
+    assert time.monotonic() - started >= 0.3  # the cashier asked for 0.3 s; our backoff is 0.01
+
+
+def test_it_marks_a_refused_credit_for_a_human_and_never_resends_it(cashier):
+    cashier.script = {"k-409": ["409"], "k-422": ["422"]}
+    wallet = wallet_for(cashier)
+    for key in ("k-409", "k-422"):
+        outcome = wallet.apply(key, BODY)
+        assert not outcome.applied and "refused" in outcome.error
+        assert cashier.posts[key] == 1 and cashier.times_applied(key) == 0
+
+
+def test_it_stops_on_a_bad_token(cashier):
+    with pytest.raises(CashierStopped):
+        CashierWallet(cashier.url, "wrong", timeout=0.3).apply("k", BODY)
+    assert cashier.applied == {}
+
+
+def test_it_gives_up_for_now_when_the_cashier_is_unreachable():
+    wallet = CashierWallet("http://127.0.0.1:9/api", "t", timeout=0.3, backoff=0.01, max_tries=3)
+    with pytest.raises(CashierUnavailable):
+        wallet.apply("k", BODY)
+
+
+@pytest.fixture
+def cashier_settings(settings, cashier):
+    settings.CASHIER_URL = cashier.url
+    settings.CASHIER_TOKEN = cashier.token
+    settings.CASHIER_TIMEOUT = 0.3
+    settings.CASHIER_BACKOFF = 0.01
+    settings.POSTING_CHUNK_SIZE = 3
+    return settings
+
+
+@pytest.mark.django_db
+def test_it_posts_a_proposal_to_the_cashier_and_reconciles(cashier, cashier_settings):
+    proposal = make_approved_proposal(amounts=[(1000, 0, 250, 100), (0, 0, 0, 0)] * 4)
+    keys = sorted(expected_keys(proposal))
+    cashier.script = {keys[0]: ["500"], keys[1]: ["drop"], keys[4]: ["timeout"]}
+
+    assert services.post_proposal(proposal.pk) == "posted"
+    assert {key: cashier.times_applied(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert CashierDelivery.objects.filter(state="applied").count() == len(keys) == 12
+    progress = services.posting_progress(proposal)
+    assert (progress["posted"], progress["posted_cents"]) == (12, proposal.total_cents)
+    amount = cashier.applied[f"proposal-{proposal.pk}/e000001/chip_equity"][0]["amount"]
+    assert amount == "2.50"
+
+    [row] = services.reconcile()
+    assert row["ok"] and row["cashier_cents"] == proposal.total_cents
+    call_command("reconcile")  # exits 0
+
+    # The cashier loses a credit: reconciliation says so and the command fails.
+    del cashier.applied[keys[2]]
+    [row] = services.reconcile()
+    assert not row["ok"] and "1 missing" in row["problems"][0]
+    with pytest.raises(CommandError):
+        call_command("reconcile")
+
+
+@pytest.mark.django_db
+def test_it_fails_the_job_on_a_refused_credit_until_a_manager_resumes_it(
+    cashier, cashier_settings, manager
+):
+    proposal = make_approved_proposal(lines=4)
+    keys = sorted(expected_keys(proposal))
+    cashier.script = {keys[3]: ["422"]}
+
+    with pytest.raises(services.PostingStopped):
+        services.post_proposal(proposal.pk)
+    job = PostingJob.objects.get(proposal=proposal)
+    assert job.state == "failed" and "1 refused and need a human" in job.last_error
+    assert CashierDelivery.objects.get(credit_id=keys[3]).state == "failed"
+    assert job.posted == len(keys) - 1  # only what the cashier confirmed counts as posted
+
+    # The account was fixed at the cashier; a manager resumes the job.
+    services.resume_posting(proposal, acting_user=manager)
+    assert services.post_proposal(proposal.pk) == "posted"
+    assert {key: cashier.times_applied(key) for key in keys} == dict.fromkeys(keys, 1)
+
+
+@pytest.mark.django_db
+def test_it_stops_the_job_when_the_cashier_refuses_our_token(cashier, cashier_settings):
+    cashier_settings.CASHIER_TOKEN = "revoked"
+    proposal = make_approved_proposal(lines=5)
+    with pytest.raises(services.PostingStopped):
+        services.post_proposal(proposal.pk)
+    job = PostingJob.objects.get(proposal=proposal)
+    assert job.state == "failed" and "CASHIER_TOKEN" in job.last_error
+    assert sum(cashier.posts.values()) == 1 and cashier.applied == {}

@@ -1,0 +1,66 @@
+"""The periodic check flags an incident whose 30-minute window passed and e-mails the managers,
+exactly once."""
+
+from datetime import timedelta
+
+import pytest
+from django.core import mail
+from django.utils import timezone
+
+from refunds_admin.audit.models import AuditEvent
+from refunds_admin.incidents.models import Incident
+from refunds_admin.incidents.tasks import flag_overdue
+from refunds_admin.tournaments.models import Tournament
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def locmem_mail(settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+
+
+def incident(support, minutes_ago, status=Incident.Status.OPEN, n=[0]):  # noqa: B006
+    n[0] += 1
+    now = timezone.now()
+    tournament = Tournament.objects.create(
+        external_id=f"OV-{n[0]}",
+        name="Sunday Million",
+        currency="USD",
+        buy_in_cents=1000,
+        fee_cents=100,
+        starts_at=now - timedelta(hours=3),
+    )
+    return Incident.objects.create(
+        tournament=tournament,
+        status=status,
+        failed_at=now - timedelta(minutes=minutes_ago),
+        cause=Incident.Cause.NETWORK,
+        recorded_by=support,
+    )
+
+
+def test_it_flags_an_overdue_incident_and_mails_managers_once(
+    support, manager, other_manager, django_capture_on_commit_callbacks
+):
+    manager.email, other_manager.email = "maria@example.test", "otto@example.test"
+    manager.save()
+    other_manager.save()
+    support.email = "sam@example.test"
+    support.save()
+    overdue = incident(support, minutes_ago=31)
+    incident(support, minutes_ago=29)  # still inside its window
+    incident(support, minutes_ago=90, status=Incident.Status.RESUMED)  # play resumed
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert flag_overdue() == [overdue.pk]
+    with django_capture_on_commit_callbacks(execute=True):
+        assert flag_overdue() == []  # the next beat run: already flagged
+
+    overdue.refresh_from_db()
+    assert overdue.overdue_notified_at is not None
+    assert len(mail.outbox) == 1
+    message = mail.outbox[0]
+    assert sorted(message.to) == ["maria@example.test", "otto@example.test"]
+    assert "OV-1" in message.subject and "not resumed after 30 minutes" in message.subject
+    assert AuditEvent.objects.filter(action="incident.overdue_flagged").count() == 1
