@@ -19,4 +19,6 @@ class Refused(Exception):
     def __str__(self):
         if not self.problems:
             return self.message
-        return self.message + "\n" + "\n".join(f"- {where}: {what}" for where, what in self.problems)
+        return (
+            self.message + "\n" + "\n".join(f"- {where}: {what}" for where, what in self.problems)
+        )
