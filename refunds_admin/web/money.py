@@ -9,8 +9,8 @@ def to_cents(amount):
     """Cents from an int, or from a decimal string as stored in a proposal summary ("30.5")."""
     if amount is None or amount == "":
         return None
-    if isinstance(amount, bool):
-        raise TypeError("a boolean is not an amount")
+    if isinstance(amount, bool | float):
+        raise TypeError(f"money is integer cents or a decimal string, never {amount!r}")
     if isinstance(amount, int):
         return amount
     match = _AMOUNT.match(str(amount).strip())

@@ -47,7 +47,7 @@ def _parse_cursor(cursor, field):
             return None, int(cursor)
         value, position = cursor.split(".", 1)
         return int(value), int(position)
-    except (AttributeError, ValueError):
+    except (AttributeError, TypeError, ValueError):
         return None
 
 

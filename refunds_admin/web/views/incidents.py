@@ -24,12 +24,12 @@ from ..forms import (
 @role_required(CAN_PREPARE)
 @require_http_methods(["GET", "POST"])
 def incident_new(request):
-    from refunds_admin.incidents import services as incident_services
-
     refused = None
     if request.method == "POST":
         form = IncidentForm(request.POST)
         if form.is_valid():
+            from refunds_admin.incidents import services as incident_services
+
             try:
                 incident = incident_services.record_incident(
                     form.cleaned_data["tournament"],
@@ -67,12 +67,12 @@ def incident_preview(request):
 
 
 def _preview_for(form):
-    from refunds_admin.incidents import services as incident_services
-
     data = getattr(form, "cleaned_data", None) or {}
     tournament, failed_at = data.get("tournament"), data.get("failed_at")
     if not isinstance(tournament, Tournament) or failed_at is None:
         return None
+    from refunds_admin.incidents import services as incident_services
+
     try:
         result = incident_services.preview_rule(tournament, failed_at)
     except Refused as exc:

@@ -72,14 +72,14 @@ def _problems_by_field(problems, field_names):
 def tournament_import(request):
     """Upload a snapshot JSON, or fill the CSV form. All or nothing: on any problem nothing is
     stored and every problem is listed next to its row or field."""
-    from refunds_admin.tournaments import services as tournament_services
-
     upload_form = SnapshotUploadForm()
     csv_form = CsvImportForm()
     refused = None
     problems = []
     kind = request.POST.get("kind", "json")
     if request.method == "POST":
+        from refunds_admin.tournaments import services as tournament_services
+
         try:
             if kind == "csv":
                 csv_form = CsvImportForm(request.POST, request.FILES)
