@@ -1,0 +1,81 @@
+"""Money as whole cents. No floats anywhere on the money path.
+
+In files and APIs an amount is a JSON string of ASCII digits with at most two decimals
+(`"30"`, `"30.5"`, `"30.00"`); anything else is refused (payout-rules.md, "Money").
+"""
+
+import re
+
+_AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]{1,2})?")
+# Far above any real prize pool, and still inside a PostgreSQL bigint of cents.
+MAX_CENTS = 10**15
+
+# ISO 4217 codes whose minor unit is 2. Codes with 0 or 3 minor digits (JPY, KRW, KWD, BHD, ...)
+# and the non-currency X codes are deliberately absent: the rules are written for cents.
+CURRENCIES_WITH_CENTS = frozenset(
+    """
+    AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BMD BND BOB BOV BRL BSD BTN BWP BYN
+    BZD CAD CDF CHE CHF CHW CNY COP COU CRC CUC CUP CVE CZK DKK DOP DZD EGP ERN ETB EUR FJD FKP
+    GBP GEL GHS GIP GMD GTQ GYD HKD HNL HTG HUF IDR ILS INR IRR JMD KES KGS KHR KPW KYD KZT LAK
+    LBP LKR LRD LSL MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MXV MYR MZN NAD NGN NIO NOK
+    NPR NZD PAB PEN PGK PHP PKR PLN QAR RON RSD RUB SAR SBD SCR SDG SEK SGD SHP SLE SLL SOS SRD
+    SSP STN SVC SYP SZL THB TJS TMT TOP TRY TTD TWD TZS UAH USD USN UYU UZS VED VES WST XCD XCG
+    YER ZAR ZMW ZWG ZWL
+    """.split()
+)
+
+_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
+
+
+class AmountError(ValueError):
+    pass
+
+
+def parse_amount(value):
+    """`"30.5"` -> 3050. Raises AmountError with a message fit to follow a field name."""
+    if not isinstance(value, str):
+        raise AmountError(f"amount must be a string like 30.00, not a JSON {_json_type(value)}")
+    if not _AMOUNT.fullmatch(value):
+        raise AmountError(
+            f"amount must be digits with at most two decimals, like 30.00, not {value!r}"
+        )
+    whole, _, frac = value.partition(".")
+    cents = int(whole) * 100 + int((frac + "00")[:2])
+    if cents > MAX_CENTS:
+        raise AmountError(f"amount {value} is larger than any prize pool this tool accepts")
+    return cents
+
+
+def format_cents(cents):
+    """81533 -> "815.33" (the interchange format: no sign, no separators)."""
+    if cents < 0:
+        return "-" + format_cents(-cents)
+    return f"{cents // 100}.{cents % 100:02d}"
+
+
+def display(cents, currency, *, drop_zero_cents=False):
+    """81533, "USD" -> "$815.33"; 1750000 -> "$17,500.00" (or "$17,500" with drop_zero_cents).
+
+    For people: thousands separators and the currency's symbol, or its code for the others.
+    """
+    sign = "-" if cents < 0 else ""
+    cents = abs(cents)
+    number = f"{cents // 100:,}"
+    if not (drop_zero_cents and cents % 100 == 0):
+        number += f".{cents % 100:02d}"
+    symbol = _SYMBOLS.get(currency)
+    return f"{sign}{symbol}{number}" if symbol else f"{sign}{currency} {number}"
+
+
+def _json_type(value):
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

@@ -1,0 +1,540 @@
+"""Parse and validate a `tournament-snapshot/1` document (snapshot-format.md, payout-rules.md).
+
+One validator for the whole project: the command line, the imports (JSON, CSV, API) and the
+proposals all call `parse_snapshot`. A snapshot that breaks a rule is refused as a whole with
+every problem found (up to MAX_PROBLEMS), each naming its field or entry.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from fractions import Fraction
+
+from .money import CURRENCIES_WITH_CENTS, AmountError, _json_type, parse_amount
+
+FORMAT = "tournament-snapshot/1"
+MAX_PROBLEMS = 50
+# Places are expanded one by one; no tournament has a million paid places.
+MAX_PLACE = 1_000_000
+ACTIVE = "active"
+ELIMINATED = "eliminated"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    field: str
+    message: str
+
+    def __str__(self):
+        return f"{self.field}: {self.message}"
+
+
+class SnapshotError(ValueError):
+    """The snapshot (or the rules applied to it) is refused. `problems` lists every reason."""
+
+    def __init__(self, problems, more=0):
+        self.problems = list(problems)
+        self.more = more
+        super().__init__(str(self))
+
+    def __str__(self):
+        text = "; ".join(str(p) for p in self.problems)
+        if self.more:
+            text += f"; and {self.more} more problems"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Instant:
+    """A timestamp as given: `at` for people (to the microsecond), `exact` for the rules.
+
+    `exact` is seconds since the epoch as a Fraction, so that "exactly 20:00 after the start"
+    is compared exactly even when a platform sends more than six decimals.
+    """
+
+    at: datetime
+    exact: Fraction
+
+    @classmethod
+    def from_datetime(cls, value):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("timestamp has no time zone offset")
+        delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+        exact = Fraction(delta.days * 86400 + delta.seconds) + Fraction(delta.microseconds, 10**6)
+        return cls(at=value, exact=exact)
+
+
+@dataclass(frozen=True, slots=True)
+class PrizeRow:
+    place_from: int
+    place_to: int
+    amount: int
+    non_cash: bool
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    entry_id: str
+    player_id: str
+    screen_name: str
+    status: str
+    chips: int
+    finish_place: int | None
+    prize_awarded: int | None
+    buy_in_paid: int
+    fee_paid: int
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentFacts:
+    failed_at: Instant | None
+    site_wide_issue: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    external_id: str
+    name: str
+    currency: str
+    buy_in: int
+    fee: int
+    starts_at: Instant
+    chips_in_play: int | None
+    prizes: list
+    place_amounts: list  # index place-1 -> cents, for places 1..P (the last paid place)
+    entries: list
+    incident: IncidentFacts | None
+
+    @property
+    def first_prize(self):
+        return self.place_amounts[0]
+
+    @property
+    def last_paid_place(self):
+        return len(self.place_amounts)
+
+    def prize_for_place(self, place):
+        return self.place_amounts[place - 1] if 1 <= place <= len(self.place_amounts) else 0
+
+
+_TIMESTAMP = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))"
+)
+
+
+def parse_timestamp(value):
+    """ISO 8601 with an offset -> Instant. Raises ValueError with a message for people."""
+    if not isinstance(value, str):
+        raise ValueError(f"must be an ISO 8601 timestamp string, not a JSON {_json_type(value)}")
+    m = _TIMESTAMP.fullmatch(value)
+    if not m:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?", value):
+            raise ValueError(f"{value!r} has no time zone offset (add Z or +01:00)")
+        raise ValueError(f"{value!r} is not an ISO 8601 timestamp like 2026-11-29T18:00:00Z")
+    year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
+    try:
+        tz = UTC
+        if not zulu:
+            offset = timedelta(hours=int(oh), minutes=int(om))
+            tz = timezone(offset if sign == "+" else -offset)
+        frac = frac or ""
+        at = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second or 0),
+            int((frac + "000000")[:6]), tzinfo=tz,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a valid date and time ({exc})") from None
+    instant = Instant.from_datetime(at)
+    if len(frac) > 6:  # keep the digits a datetime cannot hold
+        extra = Fraction(int(frac), 10 ** len(frac)) - Fraction(int(frac[:6]), 10**6)
+        instant = Instant(at=at, exact=instant.exact + extra)
+    return instant
+
+
+class _Problems:
+    def __init__(self):
+        self.items = []
+        self.more = 0
+
+    def add(self, field, message):
+        if len(self.items) < MAX_PROBLEMS:
+            self.items.append(Problem(field, message))
+        else:
+            self.more += 1
+
+    def __bool__(self):
+        return bool(self.items)
+
+    def raise_if_any(self):
+        if self.items:
+            raise SnapshotError(self.items, self.more)
+
+
+_MISSING = object()
+
+
+def _is_int(value):
+    return type(value) is int  # bool is an int in Python; JSON true is not a chip count
+
+
+def parse_snapshot(doc):
+    """bytes, str or an already decoded dict -> Snapshot. Raises SnapshotError listing problems."""
+    if isinstance(doc, (bytes, bytearray)):
+        try:
+            doc = doc.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SnapshotError(
+                [Problem("document", f"is not UTF-8 text ({exc.reason})")]
+            ) from None
+    if isinstance(doc, str):
+        try:
+            doc = json.loads(doc)
+        except ValueError as exc:
+            raise SnapshotError([Problem("document", f"is not valid JSON ({exc})")]) from None
+    problems = _Problems()
+    if not isinstance(doc, dict):
+        raise SnapshotError(
+            [Problem("document", f"must be a JSON object, not a JSON {_json_type(doc)}")]
+        )
+
+    fmt = doc.get("format", _MISSING)
+    if fmt is _MISSING:
+        problems.add("format", f"is required ({FORMAT})")
+    elif fmt != FORMAT:
+        problems.add("format", f"must be {FORMAT!r}, not {fmt!r}")
+
+    t = _object(doc, "tournament", "tournament", problems, required=True)
+    tournament = _parse_tournament(t, problems) if t is not None else None
+    entries = _parse_entries(doc, tournament, problems)
+    incident = _parse_incident(doc, problems)
+
+    if tournament is not None and entries is not None:
+        chips_in_play = tournament["chips_in_play"]
+        if chips_in_play is not None:
+            active_chips = sum(e.chips for e in entries if e.status == ACTIVE)
+            if chips_in_play != active_chips:
+                problems.add(
+                    "tournament.chips_in_play",
+                    f"is {chips_in_play:,} but the active entries hold {active_chips:,} chips "
+                    "(an entry is missing or a chip count is wrong)",
+                )
+    problems.raise_if_any()
+    return Snapshot(entries=entries, incident=incident, **tournament)
+
+
+def _object(parent, key, path, problems, *, required):
+    value = parent.get(key, _MISSING)
+    if value is _MISSING:
+        if required:
+            problems.add(path, "is required")
+        return None
+    if not isinstance(value, dict):
+        problems.add(path, f"must be a JSON object, not a JSON {_json_type(value)}")
+        return None
+    return value
+
+
+def _string(obj, key, path, problems, *, required, nonempty=False):
+    value = obj.get(key, _MISSING)
+    if value is _MISSING:
+        if required:
+            problems.add(path, "is required")
+        return None
+    if not isinstance(value, str):
+        problems.add(path, f"must be a string, not a JSON {_json_type(value)}")
+        return None
+    if nonempty and not value.strip():
+        problems.add(path, "must not be empty")
+        return None
+    return value
+
+
+def _amount(obj, key, path, problems, *, required, default=None):
+    value = obj.get(key, _MISSING)
+    if value is _MISSING:
+        if required:
+            problems.add(path, "is required")
+        return default
+    try:
+        return parse_amount(value)
+    except AmountError as exc:
+        problems.add(path, str(exc))
+        return default
+
+
+def _parse_tournament(t, problems):
+    external_id = _string(
+        t, "external_id", "tournament.external_id", problems, required=True, nonempty=True
+    )
+    name = _string(t, "name", "tournament.name", problems, required=False) or ""
+    currency = _string(t, "currency", "tournament.currency", problems, required=True)
+    if currency is not None and currency not in CURRENCIES_WITH_CENTS:
+        problems.add(
+            "tournament.currency",
+            f"{currency!r} is not a supported ISO 4217 currency with cents "
+            "(codes with 0 or 3 minor digits, like JPY or KWD, are refused)",
+        )
+    buy_in = _amount(t, "buy_in", "tournament.buy_in", problems, required=True)
+    fee = _amount(t, "fee", "tournament.fee", problems, required=True)
+
+    starts_at = None
+    raw = t.get("starts_at", _MISSING)
+    if raw is _MISSING:
+        problems.add("tournament.starts_at", "is required")
+    else:
+        try:
+            starts_at = parse_timestamp(raw)
+        except ValueError as exc:
+            problems.add("tournament.starts_at", str(exc))
+
+    chips_in_play = t.get("chips_in_play", _MISSING)
+    if chips_in_play is _MISSING:
+        chips_in_play = None
+    elif not _is_int(chips_in_play):
+        problems.add(
+            "tournament.chips_in_play",
+            f"must be a whole number, not a JSON {_json_type(chips_in_play)}",
+        )
+        chips_in_play = None
+
+    prizes, place_amounts = _parse_prizes(t, problems)
+    return dict(
+        external_id=external_id, name=name, currency=currency, buy_in=buy_in, fee=fee,
+        starts_at=starts_at, chips_in_play=chips_in_play, prizes=prizes, place_amounts=place_amounts,
+    )  # fmt: skip
+
+
+def _parse_prizes(t, problems):
+    raw = t.get("prizes", _MISSING)
+    if raw is _MISSING:
+        problems.add("tournament.prizes", "is required")
+        return [], []
+    if not isinstance(raw, list):
+        problems.add("tournament.prizes", f"must be a JSON array, not a JSON {_json_type(raw)}")
+        return [], []
+    rows = []
+    by_place = {}
+    ok = True
+    for i, row in enumerate(raw):
+        path = f"tournament.prizes[{i}]"
+        if not isinstance(row, dict):
+            problems.add(path, f"must be a JSON object, not a JSON {_json_type(row)}")
+            ok = False
+            continue
+        has_place, has_places = "place" in row, "places" in row
+        place_from = place_to = None
+        if has_place == has_places:
+            problems.add(
+                path,
+                "must give either place or places [from, to], not "
+                + ("both" if has_place else "neither"),
+            )
+        elif has_place:
+            place = row["place"]
+            if not _is_int(place):
+                problems.add(
+                    f"{path}.place", f"must be a whole number, not a JSON {_json_type(place)}"
+                )
+            elif place < 1:
+                problems.add(f"{path}.place", f"must be 1 or more, not {place}")
+            else:
+                place_from = place_to = place
+        else:
+            places = row["places"]
+            if not (
+                isinstance(places, list) and len(places) == 2 and all(_is_int(p) for p in places)
+            ):
+                problems.add(f"{path}.places", "must be [from, to], two whole numbers")
+            elif places[0] < 1:
+                problems.add(f"{path}.places", f"must start at place 1 or more, not {places[0]}")
+            elif places[0] > places[1]:
+                problems.add(f"{path}.places", f"from {places[0]} is after to {places[1]}")
+            else:
+                place_from, place_to = places
+        if place_to is not None and place_to > MAX_PLACE:
+            problems.add(
+                path, f"place {place_to:,} is beyond the {MAX_PLACE:,} places this tool accepts"
+            )
+            place_from = place_to = None
+        amount = _amount(row, "amount", f"{path}.amount", problems, required=True)
+        non_cash = row.get("non_cash", False)
+        if not isinstance(non_cash, bool):
+            problems.add(
+                f"{path}.non_cash", f"must be true or false, not a JSON {_json_type(non_cash)}"
+            )
+            non_cash = False
+        description = (
+            _string(row, "description", f"{path}.description", problems, required=False) or ""
+        )
+        if place_from is None or amount is None:
+            ok = False
+            continue
+        rows.append(PrizeRow(place_from, place_to, amount, non_cash, description))
+        for place in range(place_from, place_to + 1):
+            if place in by_place:
+                problems.add(
+                    path, f"place {place} is listed twice (also in prizes[{by_place[place][1]}])"
+                )
+                ok = False
+                break
+            by_place[place] = (amount, i)
+    if not ok:
+        return rows, []
+    paid = [p for p, (amount, _) in by_place.items() if amount > 0]
+    if not paid:
+        problems.add("tournament.prizes", "has no paid place (no prize above 0.00)")
+        return rows, []
+    last_paid = max(paid)
+    place_amounts = []
+    for place in range(1, last_paid + 1):
+        if place not in by_place:
+            problems.add(
+                "tournament.prizes",
+                f"place {place} is missing: places 1 to {last_paid} must all be listed",
+            )
+            return rows, []
+        place_amounts.append(by_place[place][0])
+    for place in range(2, max(by_place) + 1):
+        if (
+            place in by_place
+            and place - 1 in by_place
+            and by_place[place][0] > by_place[place - 1][0]
+        ):
+            problems.add(
+                f"tournament.prizes[{by_place[place][1]}]",
+                f"place {place} pays more than place {place - 1}",
+            )
+    return rows, place_amounts
+
+
+def _parse_entries(doc, tournament, problems):
+    raw = doc.get("entries", _MISSING)
+    if raw is _MISSING:
+        problems.add("entries", "is required")
+        return None
+    if not isinstance(raw, list):
+        problems.add("entries", f"must be a JSON array, not a JSON {_json_type(raw)}")
+        return None
+    default_buy_in = tournament["buy_in"] if tournament else None
+    default_fee = tournament["fee"] if tournament else None
+    entries = []
+    seen_ids = {}
+    active_player = {}
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict):
+            problems.add(f"entries[{i}]", f"must be a JSON object, not a JSON {_json_type(e)}")
+            continue
+        entry_id = e.get("entry_id", _MISSING)
+        label = (
+            f"entries[{i}]"
+            if not isinstance(entry_id, str) or not entry_id
+            else f"entries[{i}] ({entry_id})"
+        )
+        entry_id = _string(
+            e, "entry_id", f"{label}.entry_id", problems, required=True, nonempty=True
+        )
+        player_id = _string(
+            e, "player_id", f"{label}.player_id", problems, required=True, nonempty=True
+        )
+        screen_name = (
+            _string(e, "screen_name", f"{label}.screen_name", problems, required=False) or ""
+        )
+        status = e.get("status", _MISSING)
+        if status is _MISSING:
+            problems.add(f"{label}.status", "is required (active or eliminated)")
+            status = None
+        elif status != ACTIVE and status != ELIMINATED:
+            problems.add(f"{label}.status", f"must be active or eliminated, not {status!r}")
+            status = None
+
+        chips = e.get("chips", _MISSING)
+        if chips is _MISSING:
+            if status == ACTIVE:
+                problems.add(f"{label}.chips", "is required for an active entry")
+            chips = 0
+        elif not _is_int(chips):
+            problems.add(
+                f"{label}.chips", f"must be a whole number, not a JSON {_json_type(chips)}"
+            )
+            chips = 0
+        elif status == ACTIVE and chips <= 0:
+            problems.add(f"{label}.chips", f"an active entry must hold chips above 0, not {chips}")
+        elif status == ELIMINATED and chips != 0:
+            problems.add(f"{label}.chips", f"an eliminated entry holds no chips, not {chips}")
+
+        finish_place = e.get("finish_place", _MISSING)
+        if finish_place is _MISSING:
+            finish_place = None
+        elif not _is_int(finish_place) or finish_place < 1:
+            problems.add(f"{label}.finish_place", "must be a whole number, 1 or more")
+            finish_place = None
+        prize_awarded = _amount(
+            e, "prize_awarded", f"{label}.prize_awarded", problems, required=False
+        )
+        buy_in_paid = _amount(
+            e,
+            "buy_in_paid",
+            f"{label}.buy_in_paid",
+            problems,
+            required=False,
+            default=default_buy_in,
+        )
+        fee_paid = _amount(
+            e, "fee_paid", f"{label}.fee_paid", problems, required=False, default=default_fee
+        )
+
+        if entry_id is not None:
+            if entry_id in seen_ids:
+                problems.add(
+                    f"{label}.entry_id",
+                    f"{entry_id!r} is used twice (also entries[{seen_ids[entry_id]}])",
+                )
+            else:
+                seen_ids[entry_id] = i
+        if status == ACTIVE and player_id is not None:
+            if player_id in active_player:
+                first = active_player[player_id]
+                problems.add(
+                    f"{label}.player_id",
+                    f"player {player_id!r} holds two active entries ({first} and {entry_id}); "
+                    "a player holds at most one active entry",
+                )
+            else:
+                active_player[player_id] = entry_id
+        entries.append(
+            Entry(
+                entry_id,
+                player_id,
+                screen_name,
+                status,
+                chips,
+                finish_place,
+                prize_awarded,
+                buy_in_paid,
+                fee_paid,
+            )
+        )
+    return entries
+
+
+def _parse_incident(doc, problems):
+    inc = _object(doc, "incident", "incident", problems, required=False)
+    if inc is None:
+        return None
+    failed_at = None
+    raw = inc.get("failed_at", _MISSING)
+    if raw is not _MISSING:
+        try:
+            failed_at = parse_timestamp(raw)
+        except ValueError as exc:
+            problems.add("incident.failed_at", str(exc))
+    site_wide = inc.get("site_wide_issue", False)
+    if not isinstance(site_wide, bool):
+        problems.add(
+            "incident.site_wide_issue", f"must be true or false, not a JSON {_json_type(site_wide)}"
+        )
+        site_wide = False
+    return IncidentFacts(failed_at, site_wide)
