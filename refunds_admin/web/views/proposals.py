@@ -241,6 +241,7 @@ def proposal_approval(request, pk):
         initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request
     )
     refused = None
+    status = 400 if request.method == "POST" else getattr(request, "_status", 200)
     if request.method == "POST":
         if not has_role(request.user, CAN_DECIDE):
             raise PermissionDenied("Only a manager may approve a proposal.")
@@ -254,6 +255,11 @@ def proposal_approval(request, pk):
                 )
             except Refused as exc:
                 refused = exc.message
+            except PermissionDenied as exc:
+                # Four eyes: the service refuses the preparer or submitter even if a form was
+                # forged; say so next to the form, with the status of a refusal.
+                refused = str(exc) or "You may not approve this proposal."
+                status = 403
             else:
                 messages.success(request, "Proposal approved: posting the credits has started.")
                 return redirect("proposal_detail", pk=pk)
@@ -272,7 +278,7 @@ def proposal_approval(request, pk):
             "reject_form": getattr(request, "_reject_form", None) or RejectForm(),
             "refused": refused,
         },
-        status=400 if request.method == "POST" else getattr(request, "_status", 200),
+        status=status,
     )
 
 
@@ -332,15 +338,12 @@ def proposal_posting(request, pk):
 
 
 def _reconciliation_for(proposal):
+    """This proposal's row of ledger.services.reconcile(): approved total vs credits booked."""
     from refunds_admin.ledger import services as ledger_services
 
-    for row in ledger_services.reconcile():
-        row_id = (
-            row.get("proposal_id") if isinstance(row, dict) else getattr(row, "proposal_id", None)
-        )
-        if row_id == proposal.pk:
-            return row if isinstance(row, dict) else vars(row)
-    return None
+    return next(
+        (row for row in ledger_services.reconcile() if row["proposal"] == proposal.pk), None
+    )
 
 
 @role_required(CAN_DECIDE)

@@ -55,16 +55,19 @@ def tournament_detail(request, pk):
     return render(request, template, context)
 
 
-def _problems_by_field(problems, field_names):
-    """Split a Refused's problems into those naming a form field and the rest (rows)."""
-    by_field, rows = {}, []
+def _attach_csv_problems(form, problems):
+    """Put each problem of a refused CSV import next to what the person filled in: a typed
+    tournament field ("fee"), or the CSV file whose row it names ("entries CSV row 6, chips")."""
     for where, what in problems:
-        key = str(where).split(".")[-1] if where else ""
-        if key in field_names:
-            by_field.setdefault(key, []).append(what)
+        where = str(where or "")
+        if where in form.fields:
+            form.add_error(where, what)
+        elif where.startswith("entries CSV"):
+            form.add_error("entries_csv", f"{where.removeprefix('entries CSV').strip()}: {what}")
+        elif where.startswith("prize table CSV"):
+            form.add_error("prizes_csv", f"{where.removeprefix('prize table CSV').strip()}: {what}")
         else:
-            rows.append((where, what))
-    return by_field, rows
+            form.add_error(None, f"{where}: {what}" if where else what)
 
 
 @role_required(CAN_PREPARE)
@@ -85,8 +88,8 @@ def tournament_import(request):
                 csv_form = CsvImportForm(request.POST, request.FILES)
                 if csv_form.is_valid():
                     snapshot = tournament_services.import_csv(
-                        _read_text(csv_form.cleaned_data["entries_csv"]),
-                        _read_text(csv_form.cleaned_data["prizes_csv"]),
+                        csv_form.cleaned_data["entries_csv"].read(),
+                        csv_form.cleaned_data["prizes_csv"].read(),
                         csv_form.tournament_fields(),
                         acting_user=request.user,
                     )
@@ -104,12 +107,8 @@ def tournament_import(request):
             refused = exc.message
             problems = exc.problems
             if kind == "csv":
-                by_field, problems = _problems_by_field(problems, set(csv_form.fields))
-                for field, whats in by_field.items():
-                    for what in whats:
-                        csv_form.add_error(field, what)
-        except UnicodeDecodeError:
-            refused = "The CSV files must be UTF-8 text."
+                _attach_csv_problems(csv_form, problems)
+                problems = []
     status = 400 if request.method == "POST" else 200
     return render(
         request,
@@ -123,10 +122,6 @@ def tournament_import(request):
         },
         status=status,
     )
-
-
-def _read_text(uploaded):
-    return uploaded.read().decode("utf-8-sig")
 
 
 def _imported(request, snapshot):
