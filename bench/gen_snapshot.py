@@ -1,0 +1,55 @@
+"""Generate large, valid tournament-snapshot/1 documents for benchmarks (deterministic)."""
+
+import json
+import random
+
+
+def make_snapshot(active, eliminated=0, *, in_the_money=False, seed=7, external_id=None):
+    rng = random.Random(seed)
+    total_entries = active + eliminated
+    paid = max(2, total_entries // 7)
+    if in_the_money:
+        paid = max(paid, active)
+    # A decreasing prize table: first place 20% of the pool, the rest falling off.
+    prizes = []
+    amount = 2_000_000_00
+    for place in range(1, min(paid, 9) + 1):
+        prizes.append({"place": place, "amount": f"{amount // 100}.{amount % 100:02d}"})
+        amount = amount * 3 // 4
+    start = 10
+    while start <= paid:
+        end = min(paid, start * 2)
+        prizes.append({"places": [start, end], "amount": f"{amount // 100}.{amount % 100:02d}"})
+        amount = max(amount * 4 // 5, 10_00)
+        start = end + 1
+    entries = []
+    chips_total = 0
+    for i in range(total_entries):
+        entry = {"entry_id": f"e{i:07d}", "player_id": f"p{i:07d}", "screen_name": f"player{i}"}
+        if i < active:
+            chips = rng.randint(1_000, 200_000)
+            chips_total += chips
+            entry.update(status="active", chips=chips)
+        else:
+            entry.update(status="eliminated", finish_place=total_entries - (i - active))
+        entries.append(entry)
+    return {
+        "format": "tournament-snapshot/1",
+        "tournament": {
+            "external_id": external_id or f"BENCH-{active}",
+            "name": f"Benchmark {active:,} active",
+            "currency": "USD",
+            "buy_in": "100.00",
+            "fee": "9.00",
+            "starts_at": "2026-11-29T18:00:00Z",
+            "chips_in_play": chips_total,
+            "prizes": prizes,
+        },
+        "entries": entries,
+        "incident": {"failed_at": "2026-11-29T21:14:00Z", "site_wide_issue": False},
+    }
+
+
+def write_snapshot(path, *args, **kwargs):
+    with open(path, "w") as fh:
+        json.dump(make_snapshot(*args, **kwargs), fh)
