@@ -4,6 +4,7 @@ The pages only read these rows; the services that write them for real are tested
 apps. Amounts are integer cents.
 """
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -26,6 +27,37 @@ def _fresh_cache():
     cache.clear()
 
 
+def snapshot_document(external_id, entries, active):
+    """A real tournament-snapshot/1 document with the same entries the fixtures store, so that
+    statements and replays (which recompute from the document) work on them."""
+    prizes = [120000, 40000, 20000, 10000, 5000]
+    return {
+        "format": "tournament-snapshot/1",
+        "tournament": {
+            "external_id": external_id,
+            "name": "$30 + $3 Sunday Special",
+            "currency": "USD",
+            "buy_in": "30.00",
+            "fee": "3.00",
+            "starts_at": STARTS.isoformat().replace("+00:00", "Z"),
+            "prizes": [
+                {"place": place, "amount": f"{amount // 100}.00"}
+                for place, amount in enumerate(prizes, start=1)
+            ],
+        },
+        "entries": [
+            {
+                "entry_id": f"e{i:03d}",
+                "player_id": f"p{i:03d}",
+                "screen_name": f"player{i:03d}",
+                "status": "active" if i < active else "eliminated",
+                **({"chips": (i + 1) * 1000} if i < active else {}),
+            }
+            for i in range(entries)
+        ],
+    }
+
+
 def make_tournament(user, *, external_id="UP-TEST-1", entries=30, active=10):
     tournament = Tournament.objects.create(
         external_id=external_id,
@@ -38,7 +70,7 @@ def make_tournament(user, *, external_id="UP-TEST-1", entries=30, active=10):
     snapshot = Snapshot.objects.create(
         tournament=tournament,
         version=1,
-        document="{}",
+        document=json.dumps(snapshot_document(external_id, entries, active)),
         sha256="0" * 64,
         source=Snapshot.Source.UPLOAD,
         entries_count=entries,
@@ -170,3 +202,9 @@ def world(support, manager, other_manager, auditor, outsider):
 def login(client, user):
     client.force_login(user)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    """Persona passwords are hashed for every test; a fast hasher keeps the suite quick."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -83,7 +83,10 @@ def proposal_statement(request, pk, entry_id):
     """The player's statement in the policy's layout (the same text as compute_payouts --explain)."""
     proposal = get_proposal_for(request, pk)
     line = get_object_or_404(PayoutLine, proposal=proposal, entry_id=entry_id)
-    text = _proposal_services().statement(proposal, entry_id)
+    try:
+        text = _proposal_services().statement(proposal, entry_id)
+    except Refused as exc:
+        text = f"No statement: {exc.message}"
     template = "web/proposal_statement.html"
     if request.htmx:
         template += "#statement"
