@@ -60,6 +60,7 @@ def _may_approve(user, proposal):
 @role_required(CAN_READ)
 def proposal_detail(request, pk):
     proposal = get_proposal_for(request, pk)
+    progress = progress_of(proposal) if proposal.status in POSTING_STATES else None
     context = {
         "proposal": proposal,
         "incident": proposal.incident,
@@ -69,7 +70,11 @@ def proposal_detail(request, pk):
         "may_approve": _may_approve(request.user, proposal),
         "may_reject": proposal.status == Status.SUBMITTED and has_role(request.user, CAN_DECIDE),
         "shows_posting": proposal.status in POSTING_STATES,
-        "progress": progress_of(proposal) if proposal.status in POSTING_STATES else None,
+        "progress": progress,
+        "reconciliation": _reconciliation_for(proposal) if progress and progress["done"] else None,
+        "may_resume": bool(progress)
+        and progress.get("state") == "failed"
+        and has_role(request.user, CAN_DECIDE),
         **_lines_context(request, proposal),
     }
     template = "web/proposal_detail.html"
