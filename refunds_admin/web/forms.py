@@ -129,7 +129,7 @@ class RejectForm(forms.Form):
 
 
 class LineFilterForm(forms.Form):
-    q = forms.CharField(label="Player id, entry id or screen name", required=False)
+    q = forms.CharField(label="Player id, entry id or screen name (exact)", required=False)
     show = forms.ChoiceField(
         label="Show",
         required=False,

@@ -95,11 +95,15 @@ def keyset_page(qs, *, field, descending, after=None, before=None, last=False, s
 
 def proposal_lines(proposal, *, q="", show="", sort="position"):
     """The breakdown table's rows before paging: search by player id, entry id or screen name;
-    show all, active, eliminated or capped entries."""
+    show all, active, eliminated or capped entries.
+
+    The search is exact (what a player quotes on the phone), so each of the three is an index
+    lookup and a search costs the same on 100k lines as on 100.
+    """
     qs = PayoutLine.objects.filter(proposal=proposal)
     q = (q or "").strip()
     if q:
-        qs = qs.filter(Q(player_id=q) | Q(entry_id=q) | Q(screen_name__startswith=q))
+        qs = qs.filter(Q(player_id=q) | Q(entry_id=q) | Q(screen_name=q))
     if show in ("active", "eliminated"):
         qs = qs.filter(status=show)
     elif show == "capped":
@@ -108,10 +112,11 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
 
 
 def snapshot_entries(snapshot, *, q=""):
+    """A snapshot's entries, searched exactly by player id, entry id or screen name."""
     qs = Entry.objects.filter(snapshot=snapshot)
     q = (q or "").strip()
     if q:
-        qs = qs.filter(Q(player_id=q) | Q(entry_id=q) | Q(screen_name__startswith=q))
+        qs = qs.filter(Q(player_id=q) | Q(entry_id=q) | Q(screen_name=q))
     return qs
 
 

@@ -77,9 +77,21 @@ def open_as(browser, live_server, transactional_db):
         context.close()
 
 
-def shot(page, name):
+def shot(page, name, max_height=1500):
+    """Save docs/screenshots/<name>.png: the page from the top, at most `max_height` pixels."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
+    page.screenshot(
+        path=str(SCREENSHOTS / f"{name}.png"),
+        full_page=True,
+        clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": height},
+    )
+
+
+def shot_of(locator, name):
+    """Save a screenshot of one element (e.g. a player's statement)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    locator.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
 
 
 def snapshot_file(tmp_path, external_id="UP-2026-BROWSER-1", entries=400, active=60):

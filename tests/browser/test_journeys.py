@@ -15,7 +15,7 @@ from django.utils import timezone
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
-from .conftest import shot, snapshot_file
+from .conftest import shot, shot_of, snapshot_file
 
 pytestmark = pytest.mark.browser
 
@@ -80,7 +80,8 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
     page.wait_for_selector("#lines tbody tr")
     page.click("#lines tbody tr >> nth=0 >> text=Statement")
     page.wait_for_selector("#statement pre")
-    shot(page, "proposal")
+    shot(page, "proposal", max_height=1100)
+    shot_of(page.locator("#statement"), "statement")
     proposal = PayoutProposal.objects.get(incident__tournament__external_id="UP-2026-BROWSER-1")
     assert page.locator("#approve-form").count() == 0
 

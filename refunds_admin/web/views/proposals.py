@@ -1,11 +1,12 @@
 import csv
 import json
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
@@ -15,7 +16,7 @@ from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from .. import queries
 from ..access import get_proposal_for, role_required
 from ..forms import ApproveForm, LineFilterForm, RejectForm
-from ..money import plain_amount
+from ..money import format_money, plain_amount
 from ..posting import progress_of
 
 Status = PayoutProposal.Status
@@ -45,7 +46,39 @@ def _lines_context(request, proposal):
     # The filter as query-string parameters, for the pager links.
     keep = urlencode({k: request.GET[k] for k in ("q", "show", "sort") if request.GET.get(k)})
     filtered = bool(data.get("q") or data.get("show"))
-    return {"filter_form": form, "page": page, "keep": keep, "filtered": filtered}
+    return {
+        "filter_form": form,
+        "page": page,
+        "rows": _display_rows(page.rows, proposal),
+        "keep": keep,
+        "filtered": filtered,
+    }
+
+
+def _display_rows(lines, proposal):
+    """The breakdown rows with their amounts already formatted ("USD 815.33") and their
+    statement link built: 100 rows x 5 amounts through template filters cost more than the
+    database query, and the 50 ms budget is for the whole page."""
+    currency = proposal.currency
+    url = reverse("proposal_statement", args=[proposal.pk, "ENTRY"]).replace("ENTRY/", "")
+    return [
+        {
+            "line": line,
+            "chips": f"{line.chips:,}",
+            "amounts": [
+                f"{currency} {format_money(cents)}"
+                for cents in (
+                    line.buy_in_refund_cents,
+                    line.next_prize_cents,
+                    line.chip_equity_cents,
+                    line.fee_refund_cents,
+                )
+            ],
+            "total": f"{currency} {format_money(line.total_cents)}",
+            "statement_url": f"{url}{quote(line.entry_id, safe='')}/",
+        }
+        for line in lines
+    ]
 
 
 def _may_approve(user, proposal):
