@@ -1,5 +1,6 @@
 """Set a tournament up to a given step through the real services (fast, no browser)."""
 
+import time
 from datetime import timedelta
 
 from django.utils import timezone
@@ -36,3 +37,14 @@ def approved_proposal(preparer, approver, tmp_path, *, external_id):
     proposals.approve_proposal(proposal, acting_user=approver, fingerprint=proposal.fingerprint)
     proposal.refresh_from_db()
     return proposal
+
+
+def wait_until_posted(proposal, timeout=60):
+    """The posting job runs in a worker (REDIS_URL) or ran in-process already."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        proposal.refresh_from_db()
+        if proposal.status == "posted":
+            return proposal
+        time.sleep(0.1)
+    raise AssertionError(f"proposal {proposal.pk} not posted after {timeout} s: {proposal.status}")

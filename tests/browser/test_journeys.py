@@ -110,11 +110,13 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
 
 
 def test_it_lets_an_auditor_find_replay_and_export_an_incident(
-    open_as, support, other_manager, auditor, tmp_path
+    open_as, support, other_manager, auditor, tmp_path, request
 ):
-    from tests.browser.helpers import approved_proposal
+    from tests.browser.helpers import approved_proposal, wait_until_posted
 
+    _start_worker_if_needed(request)
     proposal = approved_proposal(support, other_manager, tmp_path, external_id="UP-AUDIT-1")
+    wait_until_posted(proposal)
     page = open_as(auditor)
     page.click("nav >> text=Audit")
     page.fill("#id_tournament", "UP-AUDIT-1")
