@@ -50,7 +50,8 @@ class CsvImportForm(forms.Form):
         "prize_awarded, buy_in_paid, fee_paid",
     )
     prizes_csv = forms.FileField(
-        label="Prize table CSV", help_text="Columns: place (or place_from, place_to), amount"
+        label="Prize table CSV",
+        help_text="Columns: place (3, or a range 10-18), amount, non_cash, description",
     )
 
     def tournament_fields(self):
