@@ -18,7 +18,7 @@ def tournament(support):
     tournament = make_tournament(support, external_id="UP-LIVE-1")
     # Play started an hour ago, so a failure a few minutes ago is a valid one.
     type(tournament).objects.filter(pk=tournament.pk).update(
-        starts_at=timezone.now() - timedelta(hours=1)
+        starts_at=timezone.now().replace(microsecond=0) - timedelta(hours=1)
     )
     tournament.refresh_from_db()
     return tournament
