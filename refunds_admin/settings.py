@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "refunds_admin.audit.middleware.RequestContextMiddleware",
+    "refunds_admin.web.timezones.StaffTimezoneMiddleware",
 ]
 
 ROOT_URLCONF = "refunds_admin.urls"
@@ -96,6 +97,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "refunds_admin.web.context_processors.staff",
             ],
         },
     },
@@ -137,6 +139,17 @@ LOGOUT_REDIRECT_URL = "login"
 # Uploaded snapshots of 100k+ entries are tens of MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 200 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024)
+
+# The cache counts failed sign-ins (login rate limiting): shared through Redis when there is one,
+# so every web process sees the same count; per process otherwise.
+if env("REDIS_URL"):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env("REDIS_URL"),
+            "KEY_PREFIX": "refunds_admin",
+        }
+    }
 
 # Celery: a real worker on Redis when REDIS_URL is set, otherwise tasks run in-process.
 REDIS_URL = env("REDIS_URL")

@@ -1,6 +1,56 @@
 from django.urls import path
-from django.views.generic import TemplateView
+
+from .views import audit, dashboard, incidents, players, proposals, tournaments
 
 urlpatterns = [
-    path("", TemplateView.as_view(template_name="home.html"), name="home"),
+    path("", dashboard.dashboard, name="dashboard"),
+    path("timezone/", dashboard.set_timezone, name="set_timezone"),
+    # Tournaments and snapshots
+    path("tournaments/", tournaments.tournament_list, name="tournament_list"),
+    path("tournaments/import/", tournaments.tournament_import, name="tournament_import"),
+    path("tournaments/<int:pk>/", tournaments.tournament_detail, name="tournament_detail"),
+    # Incidents
+    path("incidents/new/", incidents.incident_new, name="incident_new"),
+    path("incidents/preview/", incidents.incident_preview, name="incident_preview"),
+    path("incidents/<int:pk>/", incidents.incident_detail, name="incident_detail"),
+    path("incidents/<int:pk>/restart/", incidents.incident_restart, name="incident_restart"),
+    path("incidents/<int:pk>/resumed/", incidents.incident_resumed, name="incident_resumed"),
+    path(
+        "incidents/<int:pk>/not-resumable/",
+        incidents.incident_not_resumable,
+        name="incident_not_resumable",
+    ),
+    path("incidents/<int:pk>/site-wide/", incidents.incident_site_wide, name="incident_site_wide"),
+    path("incidents/<int:pk>/cancel/", incidents.incident_cancel, name="incident_cancel"),
+    path("incidents/<int:pk>/prepare/", incidents.incident_prepare, name="incident_prepare"),
+    # Proposals, approval, posting
+    path("proposals/<int:pk>/", proposals.proposal_detail, name="proposal_detail"),
+    path(
+        "proposals/<int:pk>/statement/<str:entry_id>/",
+        proposals.proposal_statement,
+        name="proposal_statement",
+    ),
+    path("proposals/<int:pk>/chart.svg", proposals.proposal_chart, name="proposal_chart"),
+    path(
+        "proposals/<int:pk>/export.csv", proposals.proposal_export_csv, name="proposal_export_csv"
+    ),
+    path(
+        "proposals/<int:pk>/export.json",
+        proposals.proposal_export_json,
+        name="proposal_export_json",
+    ),
+    path("proposals/<int:pk>/submit/", proposals.proposal_submit, name="proposal_submit"),
+    path("proposals/<int:pk>/approval/", proposals.proposal_approval, name="proposal_approval"),
+    path("proposals/<int:pk>/reject/", proposals.proposal_reject, name="proposal_reject"),
+    path("proposals/<int:pk>/replay/", proposals.proposal_replay, name="proposal_replay"),
+    path("proposals/<int:pk>/posting/", proposals.proposal_posting, name="proposal_posting"),
+    path(
+        "proposals/<int:pk>/resume-posting/",
+        proposals.proposal_resume_posting,
+        name="proposal_resume_posting",
+    ),
+    # Audit and player lookup
+    path("audit/", audit.audit, name="audit"),
+    path("audit/export.csv", audit.audit_export, name="audit_export"),
+    path("players/", players.player_lookup, name="player_lookup"),
 ]

@@ -1,0 +1,165 @@
+"""Forms of the browser app. They parse and label input; the services decide what is allowed.
+
+Times are typed in the staff member's time zone (the active one) and become aware datetimes,
+stored in UTC by the services.
+"""
+
+from django import forms
+from django.contrib.auth import authenticate
+
+from refunds_admin.incidents.models import Incident
+from refunds_admin.tournaments.models import Tournament
+
+
+class LocalDateTimeInput(forms.DateTimeInput):
+    input_type = "datetime-local"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs={"step": "1", **(attrs or {})}, format="%Y-%m-%dT%H:%M:%S")
+
+
+def local_datetime_field(label, **kwargs):
+    return forms.DateTimeField(
+        label=label,
+        widget=LocalDateTimeInput(),
+        help_text="In your time zone (switch it at the top right).",
+        **kwargs,
+    )
+
+
+class SnapshotUploadForm(forms.Form):
+    file = forms.FileField(
+        label="Snapshot file (tournament-snapshot/1 JSON)",
+        widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
+    )
+
+
+class CsvImportForm(forms.Form):
+    """For staff who only have a chip-count export: two CSV files plus the tournament's facts."""
+
+    external_id = forms.CharField(label="Tournament id (external_id)", max_length=128)
+    name = forms.CharField(label="Name", max_length=255)
+    currency = forms.CharField(label="Currency (ISO code)", max_length=3, initial="USD")
+    buy_in = forms.CharField(label="Buy-in", max_length=20, help_text='e.g. "30.00"')
+    fee = forms.CharField(label="Fee", max_length=20, help_text='e.g. "3.00"')
+    starts_at = local_datetime_field("Play started at")
+    chips_in_play = forms.IntegerField(label="Chips in play (optional cross-check)", required=False)
+    entries_csv = forms.FileField(
+        label="Entries CSV",
+        help_text="Columns: entry_id, player_id, screen_name, status, chips, finish_place, "
+        "prize_awarded, buy_in_paid, fee_paid",
+    )
+    prizes_csv = forms.FileField(
+        label="Prize table CSV",
+        help_text="Columns: place (3, or a range 10-18), amount, non_cash, description",
+    )
+
+    def tournament_fields(self):
+        """The tournament fields as the snapshot format writes them (strings, ISO times)."""
+        data = self.cleaned_data
+        fields = {
+            "external_id": data["external_id"].strip(),
+            "name": data["name"].strip(),
+            "currency": data["currency"].strip().upper(),
+            "buy_in": data["buy_in"].strip(),
+            "fee": data["fee"].strip(),
+            "starts_at": data["starts_at"].isoformat(),
+        }
+        if data.get("chips_in_play") is not None:
+            fields["chips_in_play"] = data["chips_in_play"]
+        return fields
+
+
+class IncidentForm(forms.Form):
+    tournament = forms.ModelChoiceField(
+        label="Tournament", queryset=Tournament.objects.order_by("-starts_at", "-id")
+    )
+    failed_at = local_datetime_field("Play failed at")
+    cause = forms.ChoiceField(label="Cause", choices=Incident.Cause.choices)
+    description = forms.CharField(
+        label="What happened", widget=forms.Textarea(attrs={"rows": 4}), required=False
+    )
+
+
+class RestartAttemptForm(forms.Form):
+    attempted_at = local_datetime_field("Attempted at")
+    succeeded = forms.BooleanField(label="Play restarted", required=False)
+    note = forms.CharField(label="Note", required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class ResumedForm(forms.Form):
+    resumed_at = local_datetime_field("Play resumed at")
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(label="Reason", widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class JustificationForm(forms.Form):
+    justification = forms.CharField(
+        label="Why site issues impaired play throughout", widget=forms.Textarea(attrs={"rows": 3})
+    )
+
+
+class ApproveForm(forms.Form):
+    """Approval quotes the fingerprint the manager saw and needs their password again."""
+
+    fingerprint = forms.CharField(widget=forms.HiddenInput, max_length=64)
+    password = forms.CharField(
+        label="Your password (to confirm it is you approving)",
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
+        strip=False,
+    )
+
+    def __init__(self, *args, user, request=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.request = request
+
+    def clean_password(self):
+        password = self.cleaned_data["password"]
+        if authenticate(self.request, username=self.user.get_username(), password=password) is None:
+            raise forms.ValidationError("That is not your password.")
+        return password
+
+
+class RejectForm(forms.Form):
+    reason = forms.CharField(
+        label="Reason for rejecting", widget=forms.Textarea(attrs={"rows": 3}), max_length=2000
+    )
+
+
+class LineFilterForm(forms.Form):
+    q = forms.CharField(label="Player id, entry id or screen name (exact)", required=False)
+    show = forms.ChoiceField(
+        label="Show",
+        required=False,
+        choices=[
+            ("", "All entries"),
+            ("active", "Active"),
+            ("eliminated", "Eliminated"),
+            ("capped", "Capped"),
+        ],
+    )
+    sort = forms.ChoiceField(
+        label="Sort by",
+        required=False,
+        choices=[("position", "Snapshot order"), ("chips", "Chips"), ("total", "Total")],
+    )
+
+
+class AuditFilterForm(forms.Form):
+    tournament = forms.CharField(label="Tournament id", required=False)
+    player = forms.CharField(label="Player id", required=False)
+    user = forms.CharField(label="User", required=False)
+    action = forms.CharField(label="Action", required=False, help_text="e.g. proposal.approved")
+    since = forms.DateField(
+        label="From", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        label="To (inclusive)", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+
+class PlayerLookupForm(forms.Form):
+    player_id = forms.CharField(label="Player id", max_length=128)

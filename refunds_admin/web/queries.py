@@ -1,0 +1,171 @@
+"""Read-only queries behind the pages. Nothing here changes data.
+
+Proposal lines and snapshot entries are paged by keyset ("the rows after this one in this
+order"), not by OFFSET, so the last page of a 100k-line proposal costs what the first one does:
+the database walks the (proposal, sort key, position) index from the cursor instead of counting
+and skipping every row before it.
+"""
+
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Q
+
+from refunds_admin.audit.models import AuditEvent
+from refunds_admin.proposals.models import PayoutLine
+from refunds_admin.tournaments.models import Entry
+
+PAGE_SIZE = 100
+
+# Sort choices of the breakdown table: name -> (field, descending). Ties break on position.
+LINE_SORTS = {
+    "position": ("position", False),
+    "chips": ("chips", True),
+    "total": ("total_cents", True),
+}
+
+
+@dataclass
+class Page:
+    rows: list
+    first_cursor: str | None  # cursor of the first row shown (for "previous")
+    last_cursor: str | None  # cursor of the last row shown (for "next")
+    has_next: bool
+    has_prev: bool
+
+
+def _cursor(row, field):
+    if field == "position":
+        return str(row.position)
+    return f"{getattr(row, field)}.{row.position}"
+
+
+def _parse_cursor(cursor, field):
+    """ "48200.17" -> (48200, 17); a cursor that does not parse means "from the start"."""
+    try:
+        if field == "position":
+            return None, int(cursor)
+        value, position = cursor.split(".", 1)
+        return int(value), int(position)
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _beyond(field, descending, cursor, forward):
+    """The Q for rows strictly after (forward) or before the cursor in the sort order.
+
+    Ties on the field are ordered by position in the same direction, so one index on
+    (proposal, field, position) serves both directions. `value <= v AND (value < v OR ...)`
+    rather than the OR alone: the first half lets the database start its index scan at the
+    cursor instead of filtering rows from the top.
+    """
+    value, position = cursor
+    # Walking forward in a descending order means going to smaller keys, and vice versa.
+    lt, lte = ("lt", "lte") if descending == forward else ("gt", "gte")
+    if field == "position":
+        return Q(**{f"position__{lt}": position})
+    return Q(**{f"{field}__{lte}": value}) & (
+        Q(**{f"{field}__{lt}": value}) | Q(**{field: value, f"position__{lt}": position})
+    )
+
+
+def keyset_page(qs, *, field, descending, after=None, before=None, last=False, size=PAGE_SIZE):
+    """One page of `qs` ordered by (field, position). `after`/`before` are cursors of the row
+    the page starts after / ends before; `last` jumps to the final page by reading backwards."""
+    sign = "-" if descending else ""
+    backwards = bool(before) or last
+    if backwards:
+        sign = "" if descending else "-"
+    order = [f"{sign}{field}"] if field == "position" else [f"{sign}{field}", f"{sign}position"]
+    cursor = None if last else _parse_cursor(before if backwards else after, field)
+    if cursor:
+        qs = qs.filter(_beyond(field, descending, cursor, forward=not backwards))
+    rows = list(qs.order_by(*order)[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    if backwards:
+        rows.reverse()
+        has_prev, has_next = more, bool(before)
+    else:
+        has_prev, has_next = bool(cursor), more
+    if not rows:
+        return Page([], None, None, False, False)
+    return Page(rows, _cursor(rows[0], field), _cursor(rows[-1], field), has_next, has_prev)
+
+
+def proposal_lines(proposal, *, q="", show="", sort="position"):
+    """The breakdown table's rows before paging: search by player id, entry id or screen name;
+    show all, active, eliminated or capped entries.
+
+    The search is exact (what a player quotes on the phone), so each of the three is an index
+    lookup and a search costs the same on 100k lines as on 100.
+    """
+    qs = PayoutLine.objects.filter(proposal=proposal)
+    q = (q or "").strip()
+    if q:
+        qs = qs.filter(Q(player_id=q) | Q(entry_id=q) | Q(screen_name=q))
+    if show in ("active", "eliminated"):
+        qs = qs.filter(status=show)
+    elif show == "capped":
+        qs = qs.filter(capped=True)
+    return qs
+
+
+def snapshot_entries(snapshot, *, q=""):
+    """A snapshot's entries, searched exactly by player id, entry id or screen name."""
+    qs = Entry.objects.filter(snapshot=snapshot)
+    q = (q or "").strip()
+    if q:
+        qs = qs.filter(Q(player_id=q) | Q(entry_id=q) | Q(screen_name=q))
+    return qs
+
+
+def chart_points(proposal, limit=500):
+    """At most ~`limit` (chips, total_cents, capped) points of the active entries, evenly spread
+    over the chip order, for the payout-against-chip-stack chart. Sampled in the database so a
+    100k-line proposal sends 500 rows, not 100k."""
+    table = PayoutLine._meta.db_table
+    sql = f"""
+        SELECT chips, total_cents, capped FROM (
+            SELECT chips, total_cents, capped,
+                   ROW_NUMBER() OVER (ORDER BY chips, position) AS rn,
+                   COUNT(*) OVER () AS n
+            FROM {table} WHERE proposal_id = %s AND chips > 0
+        ) sampled
+        WHERE (rn - 1) %% ((n + %s - 1) / %s) = 0 OR rn = n
+        ORDER BY chips
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [proposal.pk, limit, limit])
+        return [(int(c), int(t), bool(k)) for c, t, k in cursor.fetchall()]
+
+
+def audit_events(*, tournament="", player="", user="", action="", since=None, until=None):
+    """The audit history filtered the way an auditor asks: by tournament, player, user, action
+    (a prefix such as "proposal." works) and a date range."""
+    qs = AuditEvent.objects.all()
+    if tournament:
+        qs = qs.filter(tournament_external_id=tournament.strip())
+    if player:
+        player = player.strip()
+        if connection.vendor == "postgresql":
+            qs = qs.filter(player_ids__contains=[player])
+        else:  # SQLite has no JSON containment; the JSON text holds the id in quotes.
+            qs = qs.filter(player_ids__icontains=f'"{player}"')
+    if user:
+        qs = qs.filter(actor_name=user.strip())
+    if action:
+        qs = qs.filter(action__startswith=action.strip())
+    if since:
+        qs = qs.filter(created_at__gte=since)
+    if until:
+        qs = qs.filter(created_at__lt=until)
+    return qs
+
+
+def audit_page(qs, *, before_id=None, size=50):
+    """Newest first, paged by id so that deep pages stay cheap."""
+    if before_id:
+        qs = qs.filter(id__lt=before_id)
+    rows = list(qs.order_by("-id")[: size + 1])
+    return rows[:size], (rows[size - 1].id if len(rows) > size else None)

@@ -1,0 +1,72 @@
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_READ, has_role
+from refunds_admin.audit.models import AuditEvent
+from refunds_admin.incidents.models import Incident
+from refunds_admin.proposals.models import PayoutProposal
+
+from ..access import role_required
+from ..posting import progress_of
+from ..timezones import SESSION_KEY, valid_zone
+
+POSTING_STATES = [
+    PayoutProposal.Status.APPROVED,
+    PayoutProposal.Status.POSTING,
+    PayoutProposal.Status.FAILED,
+]
+
+
+@role_required(CAN_READ)
+def dashboard(request):
+    now = timezone.now()
+    open_incidents = list(
+        Incident.objects.filter(status=Incident.Status.OPEN).select_related("tournament")[:50]
+    )
+    waiting = []
+    if has_role(request.user, CAN_DECIDE):
+        # Four eyes: a proposal I prepared or submitted is not waiting for *my* approval.
+        waiting = list(
+            PayoutProposal.objects.filter(status=PayoutProposal.Status.SUBMITTED)
+            .exclude(prepared_by=request.user)
+            .exclude(submitted_by=request.user)
+            .select_related("incident__tournament", "submitted_by")[:50]
+        )
+    submitted_elsewhere = PayoutProposal.objects.filter(
+        status=PayoutProposal.Status.SUBMITTED
+    ).count()
+    jobs = [
+        (proposal, progress_of(proposal))
+        for proposal in PayoutProposal.objects.filter(status__in=POSTING_STATES).select_related(
+            "incident__tournament"
+        )[:20]
+    ]
+    recent = AuditEvent.objects.order_by("-id")[:15]
+    return render(
+        request,
+        "web/dashboard.html",
+        {
+            "now": now,
+            "open_incidents": open_incidents,
+            "waiting": waiting,
+            "submitted_count": submitted_elsewhere,
+            "jobs": jobs,
+            "recent": recent,
+        },
+    )
+
+
+@login_required
+@require_POST
+def set_timezone(request):
+    """Remember the staff member's display time zone in their session."""
+    name = request.POST.get("tz", "")
+    if valid_zone(name):
+        request.session[SESSION_KEY] = name
+    nxt = request.POST.get("next") or "/"
+    if not url_has_allowed_host_and_scheme(nxt, {request.get_host()}, request.is_secure()):
+        nxt = "/"
+    return redirect(nxt)

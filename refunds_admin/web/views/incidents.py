@@ -1,0 +1,271 @@
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
+from refunds_admin.audit.models import AuditEvent
+from refunds_admin.errors import Refused
+from refunds_admin.incidents.models import Incident
+from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.tournaments.models import Tournament
+
+from ..access import get_incident_for, role_required
+from ..forms import (
+    IncidentForm,
+    JustificationForm,
+    ReasonForm,
+    RestartAttemptForm,
+    ResumedForm,
+)
+
+
+@role_required(CAN_PREPARE)
+@require_http_methods(["GET", "POST"])
+def incident_new(request):
+    refused = None
+    if request.method == "POST":
+        form = IncidentForm(request.POST)
+        if form.is_valid():
+            from refunds_admin.incidents import services as incident_services
+
+            try:
+                incident = incident_services.record_incident(
+                    form.cleaned_data["tournament"],
+                    failed_at=form.cleaned_data["failed_at"],
+                    cause=form.cleaned_data["cause"],
+                    description=form.cleaned_data["description"],
+                    acting_user=request.user,
+                )
+            except Refused as exc:
+                refused = exc
+                for where, what in exc.problems:
+                    form.add_error(where if where in form.fields else None, what)
+            else:
+                messages.success(request, f"Incident {incident.pk} recorded.")
+                return redirect("incident_detail", pk=incident.pk)
+    else:
+        initial = {"failed_at": timezone.localtime().replace(microsecond=0)}
+        if request.GET.get("tournament", "").isdigit():
+            initial["tournament"] = request.GET["tournament"]
+        form = IncidentForm(initial=initial)
+    return render(
+        request,
+        "web/incident_form.html",
+        {"form": form, "refused": refused, "preview": _preview_for(form)},
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@role_required(CAN_PREPARE)
+def incident_preview(request):
+    """htmx: the rule the typed failure time selects, and why, before anything is saved."""
+    form = IncidentForm(request.GET)
+    form.is_valid()  # partial input is fine: the preview needs only tournament and failed_at
+    return render(request, "web/incident_form.html#preview", {"preview": _preview_for(form)})
+
+
+def _preview_for(form):
+    data = getattr(form, "cleaned_data", None) or {}
+    tournament, failed_at = data.get("tournament"), data.get("failed_at")
+    if not isinstance(tournament, Tournament) or failed_at is None:
+        return None
+    from refunds_admin.incidents import services as incident_services
+
+    try:
+        result = incident_services.preview_rule(tournament, failed_at)
+    except Refused as exc:
+        return {"error": str(exc)}
+    return {"rule": result.rule, "sentence": result.sentence}
+
+
+@role_required(CAN_READ)
+def incident_detail(request, pk):
+    incident = get_incident_for(request, pk)
+    proposals = list(
+        incident.proposals.select_related("prepared_by", "submitted_by", "approved_by").order_by(
+            "version"
+        )
+    )
+    events = AuditEvent.objects.filter(
+        tournament_external_id=incident.tournament.external_id
+    ).order_by("created_at", "id")
+    user = request.user
+    is_open = incident.status == Incident.Status.OPEN
+    live = next((p for p in proposals if p.status != PayoutProposal.Status.REJECTED), None)
+    now = timezone.now()
+    context = {
+        "incident": incident,
+        "tournament": incident.tournament,
+        "attempts": incident.restart_attempts.select_related("recorded_by"),
+        "proposals": proposals,
+        "live_proposal": live,
+        "events": events,
+        "overdue": is_open and now > incident.deadline,
+        # What this user may do now (the services check again when it is done).
+        "may_log_restart": is_open and has_role(user, CAN_PREPARE),
+        "may_mark_resumed": is_open and has_role(user, CAN_PREPARE),
+        "may_declare_not_resumable": is_open and has_role(user, CAN_DECIDE),
+        "may_cancel_after_window": is_open
+        and now > incident.deadline
+        and has_role(user, CAN_PREPARE),
+        "may_confirm_site_wide": incident.status != Incident.Status.RESUMED
+        and not incident.site_wide_issue
+        and has_role(user, CAN_DECIDE)
+        and (live is None or live.status in (PayoutProposal.Status.DRAFT,)),
+        "may_prepare": incident.status == Incident.Status.CANCELLED
+        and has_role(user, CAN_PREPARE)
+        and (live is None or live.status == PayoutProposal.Status.DRAFT),
+        "restart_form": RestartAttemptForm(initial={"attempted_at": _now_local()}),
+        "resumed_form": ResumedForm(initial={"resumed_at": _now_local()}),
+        "reason_form": ReasonForm(),
+        "justification_form": JustificationForm(),
+    }
+    context.update(getattr(request, "_incident_forms", {}))
+    return render(
+        request, "web/incident_detail.html", context, status=getattr(request, "_status", 200)
+    )
+
+
+def _now_local():
+    return timezone.localtime().replace(microsecond=0)
+
+
+def _act(request, pk, form_class, form_key, perform, roles, done):
+    """Run one incident action: check the role, validate the form, call the service; on a
+    refusal show the page again with the message next to the form."""
+    incident = get_incident_for(request, pk)
+    if not has_role(request.user, roles):
+        raise PermissionDenied
+    form = form_class(request.POST) if form_class else None
+    if form is None or form.is_valid():
+        try:
+            perform(incident, form.cleaned_data if form else {})
+        except Refused as exc:
+            if form is None:
+                messages.error(request, exc.message)
+                return redirect("incident_detail", pk=pk)
+            form.add_error(None, exc.message)
+            for where, what in exc.problems:
+                form.add_error(where if where in form.fields else None, what)
+        else:
+            messages.success(request, done)
+            return redirect("incident_detail", pk=pk)
+    request._incident_forms = {form_key: form}
+    request._status = 400
+    return incident_detail.__wrapped__(request, pk)
+
+
+def _services():
+    from refunds_admin.incidents import services
+
+    return services
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def incident_restart(request, pk):
+    def perform(incident, data):
+        _services().log_restart_attempt(
+            incident,
+            attempted_at=data["attempted_at"],
+            succeeded=data["succeeded"],
+            note=data["note"],
+            acting_user=request.user,
+        )
+
+    return _act(
+        request,
+        pk,
+        RestartAttemptForm,
+        "restart_form",
+        perform,
+        CAN_PREPARE,
+        "Restart attempt logged.",
+    )
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def incident_resumed(request, pk):
+    def perform(incident, data):
+        _services().mark_resumed(incident, resumed_at=data["resumed_at"], acting_user=request.user)
+
+    return _act(
+        request,
+        pk,
+        ResumedForm,
+        "resumed_form",
+        perform,
+        CAN_PREPARE,
+        "Play resumed: the incident is closed with no payout.",
+    )
+
+
+@role_required(CAN_DECIDE)
+@require_POST
+def incident_not_resumable(request, pk):
+    def perform(incident, data):
+        _services().declare_not_resumable(incident, reason=data["reason"], acting_user=request.user)
+
+    return _act(
+        request,
+        pk,
+        ReasonForm,
+        "reason_form",
+        perform,
+        CAN_DECIDE,
+        "Declared not resumable: the tournament is cancelled.",
+    )
+
+
+@role_required(CAN_DECIDE)
+@require_POST
+def incident_site_wide(request, pk):
+    def perform(incident, data):
+        _services().confirm_site_wide_issue(
+            incident, justification=data["justification"], acting_user=request.user
+        )
+
+    return _act(
+        request,
+        pk,
+        JustificationForm,
+        "justification_form",
+        perform,
+        CAN_DECIDE,
+        "Site-wide issue confirmed: rule 1 (full refund) applies.",
+    )
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def incident_cancel(request, pk):
+    def perform(incident, data):
+        _services().cancel_after_window(incident, acting_user=request.user)
+
+    return _act(
+        request,
+        pk,
+        None,
+        "",
+        perform,
+        CAN_PREPARE,
+        "The 30 minutes passed without resumption: the tournament is cancelled.",
+    )
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def incident_prepare(request, pk):
+    from refunds_admin.proposals import services as proposal_services
+
+    incident = get_incident_for(request, pk)
+    try:
+        proposal = proposal_services.prepare_proposal(incident, acting_user=request.user)
+    except Refused as exc:
+        messages.error(request, f"The proposal could not be prepared: {exc}")
+        return redirect("incident_detail", pk=pk)
+    messages.success(request, f"Proposal version {proposal.version} prepared.")
+    return redirect("proposal_detail", pk=proposal.pk)

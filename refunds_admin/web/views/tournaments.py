@@ -1,0 +1,133 @@
+from django.contrib import messages
+from django.db.models import Q
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from refunds_admin.accounts.roles import CAN_PREPARE, CAN_READ
+from refunds_admin.errors import Refused
+from refunds_admin.tournaments.models import Snapshot, Tournament
+
+from .. import queries
+from ..access import get_tournament_for, role_required
+from ..forms import CsvImportForm, SnapshotUploadForm
+
+
+@role_required(CAN_READ)
+def tournament_list(request):
+    q = request.GET.get("q", "").strip()
+    tournaments = Tournament.objects.select_related("current_snapshot")
+    if q:
+        tournaments = tournaments.filter(Q(external_id__icontains=q) | Q(name__icontains=q))
+    return render(request, "web/tournament_list.html", {"tournaments": tournaments[:200], "q": q})
+
+
+@role_required(CAN_READ)
+def tournament_detail(request, pk):
+    tournament = get_tournament_for(request, pk)
+    snapshots = list(tournament.snapshots.select_related("imported_by"))
+    snapshot = tournament.current_snapshot
+    version = request.GET.get("version")
+    if version and version.isdigit():
+        snapshot = next((s for s in snapshots if s.version == int(version)), snapshot)
+    q = request.GET.get("q", "")
+    page = None
+    if snapshot is not None:
+        page = queries.keyset_page(
+            queries.snapshot_entries(snapshot, q=q),
+            field="position",
+            descending=False,
+            after=request.GET.get("after"),
+            before=request.GET.get("before"),
+            last=request.GET.get("last") == "1",
+        )
+    context = {
+        "tournament": tournament,
+        "snapshot": snapshot,
+        "snapshots": snapshots,
+        "prizes": snapshot.prize_places.all() if snapshot else [],
+        "page": page,
+        "q": q,
+        "incidents": tournament.incidents.all(),
+    }
+    template = "web/tournament_detail.html"
+    if request.htmx and request.htmx.target == "entries":
+        template += "#entries"
+    return render(request, template, context)
+
+
+def _attach_csv_problems(form, problems):
+    """Put each problem of a refused CSV import next to what the person filled in: a typed
+    tournament field ("fee"), or the CSV file whose row it names ("entries CSV row 6, chips")."""
+    for where, what in problems:
+        where = str(where or "")
+        if where in form.fields:
+            form.add_error(where, what)
+        elif where.startswith("entries CSV"):
+            form.add_error("entries_csv", f"{where.removeprefix('entries CSV').strip()}: {what}")
+        elif where.startswith("prize table CSV"):
+            form.add_error("prizes_csv", f"{where.removeprefix('prize table CSV').strip()}: {what}")
+        else:
+            form.add_error(None, f"{where}: {what}" if where else what)
+
+
+@role_required(CAN_PREPARE)
+@require_http_methods(["GET", "POST"])
+def tournament_import(request):
+    """Upload a snapshot JSON, or fill the CSV form. All or nothing: on any problem nothing is
+    stored and every problem is listed next to its row or field."""
+    upload_form = SnapshotUploadForm()
+    csv_form = CsvImportForm()
+    refused = None
+    problems = []
+    kind = request.POST.get("kind", "json")
+    if request.method == "POST":
+        from refunds_admin.tournaments import services as tournament_services
+
+        try:
+            if kind == "csv":
+                csv_form = CsvImportForm(request.POST, request.FILES)
+                if csv_form.is_valid():
+                    snapshot = tournament_services.import_csv(
+                        csv_form.cleaned_data["entries_csv"].read(),
+                        csv_form.cleaned_data["prizes_csv"].read(),
+                        csv_form.tournament_fields(),
+                        acting_user=request.user,
+                    )
+                    return _imported(request, snapshot)
+            else:
+                upload_form = SnapshotUploadForm(request.POST, request.FILES)
+                if upload_form.is_valid():
+                    snapshot = tournament_services.import_snapshot(
+                        upload_form.cleaned_data["file"].read(),
+                        acting_user=request.user,
+                        source=Snapshot.Source.UPLOAD,
+                    )
+                    return _imported(request, snapshot)
+        except Refused as exc:
+            refused = exc.message
+            problems = exc.problems
+            if kind == "csv":
+                _attach_csv_problems(csv_form, problems)
+                problems = []
+    status = 400 if request.method == "POST" else 200
+    return render(
+        request,
+        "web/tournament_import.html",
+        {
+            "upload_form": upload_form,
+            "csv_form": csv_form,
+            "refused": refused,
+            "problems": problems,
+            "kind": kind,
+        },
+        status=status,
+    )
+
+
+def _imported(request, snapshot):
+    messages.success(
+        request,
+        f"Imported {snapshot.tournament.external_id} (snapshot version {snapshot.version}, "
+        f"{snapshot.entries_count:,} entries).",
+    )
+    return redirect("tournament_detail", pk=snapshot.tournament_id)

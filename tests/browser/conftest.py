@@ -1,0 +1,129 @@
+"""Playwright (sync API) driving Debian's chromium against pytest-django's live server.
+
+Playwright runs an event loop in this thread; Django refuses ORM calls from a thread with a
+running loop unless told it is safe, which it is here (one test, one thread at a time).
+"""
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    playwright = sync_playwright().start()
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    )
+    yield browser
+    browser.close()
+    playwright.stop()
+
+
+@pytest.fixture(autouse=True)
+def _live_database(transactional_db, settings):
+    """The live server's thread must see committed rows, so these tests use a transactional
+    database, which is emptied after each test: put back the role groups the data migration
+    created. A fast password hasher keeps sign-in quick."""
+    from django.contrib.auth.models import Group
+
+    from refunds_admin.accounts.roles import ROLES
+
+    for role in ROLES:
+        Group.objects.get_or_create(name=role)
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def open_as(browser, live_server, transactional_db):
+    """open_as(user) -> a signed-in page (one browser context per person, like two desks)."""
+    contexts = []
+
+    def _open(user):
+        context = browser.new_context(
+            base_url=live_server.url, viewport={"width": 1360, "height": 900}, timezone_id="UTC"
+        )
+        context.set_default_timeout(15000)
+        contexts.append(context)
+        page = context.new_page()
+        page.goto("/accounts/login/")
+        page.fill("#id_username", user.username)
+        page.fill("#id_password", "pw-" + user.username)
+        page.click("button:has-text('Sign in')")
+        page.wait_for_url(live_server.url + "/")
+        return page
+
+    yield _open
+    for context in contexts:
+        context.close()
+
+
+def shot(page, name, max_height=1500):
+    """Save docs/screenshots/<name>.png: the page from the top, at most `max_height` pixels."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
+    page.screenshot(
+        path=str(SCREENSHOTS / f"{name}.png"),
+        full_page=True,
+        clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": height},
+    )
+
+
+def shot_of(locator, name):
+    """Save a screenshot of one element (e.g. a player's statement)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    locator.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+
+def snapshot_file(tmp_path, external_id="UP-2026-BROWSER-1", entries=400, active=60):
+    """A tournament-snapshot/1 file whose play started two hours ago (so an incident 40
+    minutes ago is past its 30-minute window)."""
+    starts_at = timezone.now().replace(microsecond=0) - timedelta(hours=2)
+    prizes = [500000, 250000, 150000, 100000, 80000, 60000, 45000, 35000, 25000]
+    doc = {
+        "format": "tournament-snapshot/1",
+        "tournament": {
+            "external_id": external_id,
+            "name": "$100 + $9 Sunday Major",
+            "currency": "USD",
+            "buy_in": "100.00",
+            "fee": "9.00",
+            "starts_at": starts_at.isoformat().replace("+00:00", "Z"),
+            "prizes": [
+                {"place": place, "amount": f"{amount // 100}.00"}
+                for place, amount in enumerate(prizes, start=1)
+            ],
+        },
+        "entries": [
+            {
+                "entry_id": f"E{i:04d}",
+                "player_id": f"P{i:04d}",
+                "screen_name": f"shark{i:04d}",
+                "status": "active" if i < active else "eliminated",
+                **({"chips": (i * 7919) % 90000 + 2000} if i < active else {}),
+            }
+            for i in range(entries)
+        ],
+    }
+    path = tmp_path / f"{external_id}.json"
+    path.write_text(json.dumps(doc, indent=1))
+    return path

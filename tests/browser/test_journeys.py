@@ -1,0 +1,198 @@
+"""End-to-end journeys in a real Chromium on a live server.
+
+Support imports a snapshot, records an incident (previewing the rule), prepares and submits;
+a manager approves with their password; the posting job runs and the progress bar reaches
+100%; an auditor finds the incident, replays it and exports it; a bad CSV saves nothing; a
+manager cannot approve their own proposal.
+"""
+
+import os
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.tournaments.models import Tournament
+
+from .conftest import shot, shot_of, snapshot_file
+
+pytestmark = pytest.mark.browser
+
+pytest.importorskip("refunds_admin.proposals.services", reason="needs the workflow services")
+try:  # the posting helper's real-worker fixture (used when REDIS_URL is set)
+    from tests.posting_support import celery_worker_process  # noqa: F401
+except ImportError:  # pragma: no cover - until the posting branch is merged
+    celery_worker_process = None
+
+
+def _start_worker_if_needed(request):
+    """With REDIS_URL the approval queues a task on Redis: a real worker must post it. Without,
+    the task runs in-process when the approval commits."""
+    if os.environ.get("REDIS_URL"):
+        if celery_worker_process is None:
+            pytest.skip("needs the posting helper's celery_worker_process fixture")
+        request.getfixturevalue("celery_worker_process").start()
+
+
+def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
+    open_as, support, manager, tmp_path, request
+):
+    # Support imports the snapshot file.
+    page = open_as(support)
+    shot(page, "dashboard")
+    page.click("nav >> text=Tournaments")
+    page.click("text=Import a snapshot")
+    page.set_input_files("#id_file", str(snapshot_file(tmp_path)))
+    page.click("button:has-text('Import JSON')")
+    page.wait_for_selector("text=Imported UP-2026-BROWSER-1")
+    assert page.locator("#entries tbody tr").count() == 100
+    page.fill("#entry-q", "shark0007")
+    page.wait_for_function("document.querySelectorAll('#entries tbody tr').length === 1")
+    shot(page, "tournament")
+
+    # Support records the incident; the rule preview follows the typed time.
+    page.click("text=Record an incident")
+    failed_at = timezone.now().replace(microsecond=0) - timedelta(minutes=40)
+    page.fill("#id_failed_at", failed_at.strftime("%Y-%m-%dT%H:%M:%S"))
+    page.wait_for_selector("#rule-preview >> text=Rule 2: not yet in the money")
+    assert "after start" in page.inner_text("#rule-preview")
+    starts_soon = (failed_at - timedelta(minutes=70)).strftime("%Y-%m-%dT%H:%M:%S")
+    page.fill("#id_failed_at", starts_soon)  # 10 minutes after the start: rule 1
+    page.wait_for_selector("#rule-preview >> text=Rule 1: full refund")
+    page.fill("#id_failed_at", failed_at.strftime("%Y-%m-%dT%H:%M:%S"))
+    page.wait_for_selector("#rule-preview >> text=Rule 2")
+    page.select_option("#id_cause", "server_crash")
+    page.fill("#id_description", "Game server 3 crashed at level 14; restarts failed.")
+    shot(page, "incident-form")
+    page.click("button:has-text('Record incident')")
+    page.wait_for_selector("text=recorded")
+
+    # The window has passed: support cancels, prepares and submits.
+    page.click("button:has-text('Cancel the tournament')")
+    page.wait_for_selector(".badge.cancelled")
+    shot(page, "incident")
+    page.click("button:has-text('Prepare proposal')")
+    page.wait_for_selector("h1:has-text('Proposal v1')")
+    page.click("button:has-text('Submit for approval')")
+    page.wait_for_selector(".badge.submitted")
+    page.select_option("#id_sort", "total")
+    page.wait_for_selector("#lines tbody tr")
+    page.click("#lines tbody tr >> nth=0 >> text=Statement")
+    page.wait_for_selector("#statement pre")
+    shot(page, "proposal", max_height=1100)
+    shot_of(page.locator("#statement"), "statement")
+    proposal = PayoutProposal.objects.get(incident__tournament__external_id="UP-2026-BROWSER-1")
+    assert page.locator("#approve-form").count() == 0
+
+    # A manager approves, quoting their password.
+    _start_worker_if_needed(request)
+    mpage = open_as(manager)
+    mpage.click(f"#waiting-approval >> text=UP-2026-BROWSER-1 v{proposal.version}")
+    assert proposal.fingerprint in mpage.inner_text("#approval-fingerprint")
+    mpage.fill("#id_password", "not-my-password")
+    mpage.click("button:has-text('Approve')")
+    mpage.wait_for_selector("text=That is not your password.")
+    mpage.fill("#id_password", "pw-" + manager.username)
+    shot(mpage, "approval")
+    mpage.click("button:has-text('Approve')")
+    mpage.wait_for_selector("text=Proposal approved")
+
+    # The progress bar follows the job to 100%, then the reconciliation shows.
+    mpage.wait_for_selector("#posting-state:has-text('posted')", timeout=60000)
+    assert mpage.get_attribute(
+        "#posting .progress [role=progressbar], #posting .progress", "aria-valuenow"
+    ) in ("100", None)
+    assert "100%" in mpage.inner_text("#posting .progress")
+    mpage.wait_for_selector("#reconciliation")
+    assert "Reconciled" in mpage.inner_text("#reconciliation")
+    shot(mpage, "posting")
+
+
+def test_it_lets_an_auditor_find_replay_and_export_an_incident(
+    open_as, support, other_manager, auditor, tmp_path, request
+):
+    from tests.browser.helpers import approved_proposal, wait_until_posted
+
+    _start_worker_if_needed(request)
+    proposal = approved_proposal(support, other_manager, tmp_path, external_id="UP-AUDIT-1")
+    wait_until_posted(proposal)
+    page = open_as(auditor)
+    page.click("nav >> text=Audit")
+    page.fill("#id_tournament", "UP-AUDIT-1")
+    page.click("button:has-text('Search')")
+    page.wait_for_selector("#events >> text=approved")
+    page.click("#events tr:has-text('proposal.approved') >> button:has-text('Replay')")
+    page.wait_for_selector("#replay >> text=Fingerprint matches.")
+    shot(page, "audit")
+    with page.expect_download() as download:
+        page.click("text=Export CSV")
+    text = open(download.value.path(), encoding="utf-8").read()
+    assert "proposal.approved" in text and "UP-AUDIT-1" in text
+    page.click("#events tr:has-text('incident.recorded') >> a:text-is('Open')")
+    page.wait_for_selector("h1:has-text('Incident')")
+    assert page.locator("#actions form").count() == 0  # an auditor changes nothing
+    page.goto(f"/proposals/{proposal.pk}/")
+    with page.expect_download() as download:
+        page.click("text=Export JSON")
+    assert '"format": "payout-proposal/1"' in open(download.value.path(), encoding="utf-8").read()
+    page.goto("/players/?player_id=P0001")
+    page.wait_for_selector("#credits pre.statement")
+    shot(page, "player-lookup")
+
+
+def test_it_shows_every_error_of_a_bad_csv_and_saves_nothing(open_as, support, tmp_path):
+    entries = tmp_path / "entries.csv"
+    entries.write_text(
+        "entry_id,player_id,screen_name,status,chips\n"
+        "e1,p1,ace,active,48200\n"
+        "e2,p2,bob,active,-5\n"
+        "e1,p3,cid,eliminated,0\n"
+        "e4,p4,dan,asleep,100\n"
+    )
+    prizes = tmp_path / "prizes.csv"
+    prizes.write_text("place,amount\n1,100.00\n2,abc\n")
+    page = open_as(support)
+    page.goto("/tournaments/import/")
+    form = page.locator("#csv-form")
+    form.locator("#id_external_id").fill("UP-BAD-CSV")
+    form.locator("#id_name").fill("Broken export")
+    form.locator("#id_currency").fill("USD")
+    form.locator("#id_buy_in").fill("30.00")
+    form.locator("#id_fee").fill("3,00")
+    form.locator("#id_starts_at").fill("2026-11-29T10:00:00")
+    form.locator("#id_entries_csv").set_input_files(str(entries))
+    form.locator("#id_prizes_csv").set_input_files(str(prizes))
+    page.click("button:has-text('Import CSV')")
+    page.wait_for_selector("#csv-form .errorlist")
+    errors = page.inner_text("#csv-form")
+    assert "row 3" in errors and "row 5" in errors  # -5 chips and the unknown status
+    assert "fee" in errors.lower()
+    shot(page, "import-errors")
+    assert not Tournament.objects.filter(external_id="UP-BAD-CSV").exists()
+
+
+def test_it_never_lets_a_manager_approve_their_own_proposal(
+    open_as, manager, support, tmp_path, live_server
+):
+    from tests.browser.helpers import submitted_proposal
+
+    proposal = submitted_proposal(manager, tmp_path, external_id="UP-OWN-1")
+    page = open_as(manager)
+    page.goto(f"/proposals/{proposal.pk}/approval/")
+    page.wait_for_selector("text=another manager must approve it")
+    assert page.locator("#approve-form").count() == 0
+    # A forged POST is refused by the server too.
+    token = page.evaluate("document.querySelector('[name=csrfmiddlewaretoken]').value")
+    response = page.request.post(
+        f"{live_server.url}/proposals/{proposal.pk}/approval/",
+        form={
+            "csrfmiddlewaretoken": token,
+            "fingerprint": proposal.fingerprint,
+            "password": "pw-maria_manager",
+        },
+        headers={"Referer": live_server.url + "/"},
+    )
+    assert response.status == 403
+    proposal.refresh_from_db()
+    assert proposal.status == "submitted"

@@ -1,0 +1,98 @@
+"""Incident form, preview and actions through the real workflow services."""
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from refunds_admin.incidents.models import Incident
+
+from .conftest import make_tournament
+
+pytest.importorskip("refunds_admin.incidents.services", reason="needs the workflow services")
+
+
+@pytest.fixture
+def tournament(support):
+    tournament = make_tournament(support, external_id="UP-LIVE-1")
+    # Play started an hour ago, so a failure a few minutes ago is a valid one.
+    type(tournament).objects.filter(pk=tournament.pk).update(
+        starts_at=timezone.now().replace(microsecond=0) - timedelta(hours=1)
+    )
+    tournament.refresh_from_db()
+    return tournament
+
+
+def _local(dt):
+    return timezone.localtime(dt).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+@pytest.mark.django_db
+def test_it_previews_the_rule_as_the_failure_time_is_typed(client, support, tournament):
+    client.force_login(support)
+    early = tournament.starts_at + timedelta(minutes=14)
+    response = client.get(
+        reverse("incident_preview"),
+        {"tournament": tournament.pk, "failed_at": _local(early)},
+        HTTP_HX_REQUEST="true",
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="rule-preview"')
+    assert "Rule 1: full refund" in body and "14 min after start" in body
+
+
+@pytest.mark.django_db
+def test_it_records_an_incident_typed_in_local_time_as_utc(client, support, tournament):
+    client.force_login(support)
+    client.post(reverse("set_timezone"), {"tz": "Asia/Manila"})  # UTC+8
+    failed = (timezone.now() - timedelta(minutes=5)).replace(microsecond=0)
+    import zoneinfo
+
+    typed = failed.astimezone(zoneinfo.ZoneInfo("Asia/Manila")).strftime("%Y-%m-%dT%H:%M:%S")
+    response = client.post(
+        reverse("incident_new"),
+        {"tournament": tournament.pk, "failed_at": typed, "cause": "network", "description": "x"},
+    )
+    incident = Incident.objects.get(tournament=tournament)
+    assert response.status_code == 302
+    assert incident.failed_at == failed
+
+
+@pytest.mark.django_db
+def test_it_shows_a_refusal_next_to_the_form_and_changes_nothing(client, support, tournament):
+    client.force_login(support)
+    response = client.post(
+        reverse("incident_new"),
+        {
+            "tournament": tournament.pk,
+            "failed_at": _local(tournament.starts_at - timedelta(minutes=5)),
+            "cause": "network",
+        },
+    )
+    assert response.status_code == 400
+    assert 'class="errorlist' in response.content.decode()
+    assert not Incident.objects.filter(tournament=tournament).exists()
+
+
+@pytest.mark.django_db
+def test_it_lets_only_a_manager_declare_not_resumable(client, support, manager, tournament):
+    client.force_login(support)
+    client.post(
+        reverse("incident_new"),
+        {
+            "tournament": tournament.pk,
+            "failed_at": _local(timezone.now() - timedelta(minutes=3)),
+            "cause": "database",
+        },
+    )
+    incident = Incident.objects.get(tournament=tournament)
+    url = reverse("incident_not_resumable", args=[incident.pk])
+    assert client.post(url, {"reason": "db corrupted"}).status_code == 403
+    client.force_login(manager)
+    response = client.post(url, {"reason": ""})
+    assert response.status_code == 400 and "This field is required." in response.content.decode()
+    response = client.post(url, {"reason": "Database corrupted, no restore possible."})
+    assert response.status_code == 302
+    incident.refresh_from_db()
+    assert incident.status == "cancelled" and incident.cancelled_because == "not_resumable"

@@ -1,0 +1,72 @@
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from refunds_admin.web.templatetags.staff import money, money_symbol, staff_time
+
+
+def test_it_formats_cents_with_their_currency():
+    assert money(81533, "USD") == "USD 815.33"
+    assert money("30150.00", "USD") == "USD 30,150.00"
+    assert money("30.5", "EUR") == "EUR 30.50"
+    assert money(5, "USD") == "USD 0.05"
+    assert money_symbol(81533, "USD") == "$815.33"
+    assert money_symbol(54300, "GBP") == "£543.00"
+    assert money_symbol(100, "CHF") == "CHF 1.00"
+
+
+def test_it_refuses_to_format_a_float_as_money():
+    with pytest.raises(TypeError):
+        money(815.33, "USD")
+
+
+def test_it_shows_times_in_the_staff_zone_with_utc_in_the_tooltip():
+    import zoneinfo
+    from datetime import UTC, datetime
+
+    value = datetime(2026, 11, 29, 21, 14, tzinfo=UTC)
+    with timezone.override(zoneinfo.ZoneInfo("Europe/Malta")):
+        html = staff_time(value)
+    assert "2026-11-29 22:14 CET" in html
+    assert 'title="2026-11-29 21:14:00 UTC"' in html
+
+
+@pytest.mark.django_db
+def test_it_remembers_the_chosen_time_zone_for_the_whole_session(client, world, support):
+    client.force_login(support)
+    url = reverse("incident_detail", args=[world["incident"].pk])
+    assert "21:14:00 UTC" in client.get(url).content.decode()
+    response = client.post(reverse("set_timezone"), {"tz": "America/New_York", "next": url})
+    assert response.status_code == 302 and response["Location"] == url
+    page = client.get(url).content.decode()
+    assert "16:14:00 EST" in page  # 21:14 UTC in New York, November
+    assert 'title="2026-11-29 21:14:00 UTC"' in page
+
+
+@pytest.mark.django_db
+def test_it_ignores_an_unknown_time_zone_and_foreign_redirects(client, support):
+    client.force_login(support)
+    response = client.post(
+        reverse("set_timezone"), {"tz": "Mars/Olympus", "next": "https://evil.example/"}
+    )
+    assert response["Location"] == "/"
+    assert client.session.get("staff_tz") is None
+
+
+@pytest.mark.django_db
+def test_it_puts_the_csrf_token_in_htmx_headers_and_serves_htmx_locally(client, support):
+    client.force_login(support)
+    page = client.get(reverse("dashboard")).content.decode()
+    assert re.search(r"hx-headers='\{\"X-CSRFToken\": \"[A-Za-z0-9]+\"\}'", page)
+    assert "/static/js/htmx.min.js" in page and "unpkg" not in page
+
+
+@pytest.mark.django_db
+def test_it_shows_navigation_by_role(client, support, auditor):
+    client.force_login(auditor)
+    page = client.get(reverse("dashboard")).content.decode()
+    assert "Record incident" not in page and "Audit" in page
+    client.force_login(support)
+    assert "Record incident" in client.get(reverse("dashboard")).content.decode()

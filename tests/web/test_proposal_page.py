@@ -1,0 +1,159 @@
+import csv
+import io
+import json
+
+import pytest
+from django.urls import reverse
+
+from refunds_admin.web import queries
+
+from .conftest import make_incident, make_proposal, make_tournament
+
+
+def _entries(response):
+    import re
+
+    return re.findall(r"<td>(e\d{3})</td>", response.content.decode())
+
+
+@pytest.fixture
+def big(support):
+    """250 entries, 200 active: three pages of 100."""
+    tournament = make_tournament(support, external_id="UP-BIG", entries=250, active=200)
+    return make_proposal(make_incident(tournament, support), support)
+
+
+@pytest.mark.django_db
+def test_it_shows_summary_warnings_and_total_with_currency(client, world, auditor):
+    client.force_login(auditor)
+    page = client.get(reverse("proposal_detail", args=[world["proposal"].pk])).content.decode()
+    assert "Rule 2: not yet in the money" in page
+    assert "USD 1,950.00" in page  # remaining pool from the summary
+    assert "prize_awarded totals differ" in page
+    assert world["proposal"].fingerprint in page
+
+
+@pytest.mark.django_db
+def test_it_pages_the_breakdown_by_keyset_in_both_directions(client, big, auditor):
+    client.force_login(auditor)
+    url = reverse("proposal_detail", args=[big.pk])
+    first = _entries(client.get(url))
+    assert first[0] == "e000" and len(first) == 100
+    second = _entries(client.get(url, {"after": "99"}))
+    assert second[0] == "e100" and second[-1] == "e199"
+    last = _entries(client.get(url, {"last": "1"}))
+    assert last[0] == "e150" and last[-1] == "e249"
+    back = _entries(client.get(url, {"before": "150"}))
+    assert back[0] == "e050" and back[-1] == "e149"
+
+
+@pytest.mark.django_db
+def test_it_sorts_by_total_descending_across_pages_without_gaps(client, big, auditor):
+    client.force_login(auditor)
+    qs = queries.proposal_lines(big)
+    seen, after = [], None
+    while True:
+        page = queries.keyset_page(qs, field="total_cents", descending=True, after=after, size=40)
+        seen += [(line.total_cents, line.position) for line in page.rows]
+        if not page.has_next:
+            break
+        after = page.last_cursor
+    assert len(seen) == 250 and len(set(seen)) == 250
+    assert seen == sorted(seen, reverse=True)
+    last = queries.keyset_page(qs, field="total_cents", descending=True, last=True, size=40)
+    assert [(line.total_cents, line.position) for line in last.rows] == seen[-40:]
+
+
+@pytest.mark.django_db
+def test_it_searches_by_player_id_or_screen_name_and_filters(client, big, auditor):
+    client.force_login(auditor)
+    url = reverse("proposal_detail", args=[big.pk])
+    assert _entries(client.get(url, {"q": "p042"})) == ["e042"]
+    assert _entries(client.get(url, {"q": "player024"})) == ["e024"]
+    eliminated = _entries(client.get(url, {"show": "eliminated"}))
+    assert eliminated[0] == "e200" and len(eliminated) == 50
+    assert _entries(client.get(url, {"show": "capped"})) == ["e009"]
+
+
+@pytest.mark.django_db
+def test_it_answers_htmx_with_only_the_lines_partial(client, big, auditor):
+    client.force_login(auditor)
+    response = client.get(
+        reverse("proposal_detail", args=[big.pk]),
+        {"sort": "chips"},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="lines",
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="lines">')
+    assert "<html" not in body
+    assert _entries(response)[0] == "e199"  # the biggest stack first
+
+
+@pytest.mark.django_db
+def test_it_draws_a_chart_of_at_most_500_points(client, support, auditor):
+    tournament = make_tournament(support, external_id="UP-CHART", entries=1200, active=1200)
+    proposal = make_proposal(make_incident(tournament, support), support)
+    client.force_login(auditor)
+    response = client.get(reverse("proposal_chart", args=[proposal.pk]))
+    assert response["Content-Type"] == "image/svg+xml"
+    dots = response.content.decode().count("<circle")
+    assert 300 <= dots <= 501
+
+
+@pytest.mark.django_db
+def test_it_exports_every_line_as_csv_and_json(client, big, auditor):
+    client.force_login(auditor)
+    response = client.get(reverse("proposal_export_csv", args=[big.pk]))
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert len(rows) == 250
+    assert rows[0]["entry_id"] == "e000" and rows[0]["total"] == "63.00"
+    response = client.get(reverse("proposal_export_json", args=[big.pk]))
+    doc = json.loads(b"".join(response.streaming_content))
+    assert doc["format"] == "payout-proposal/1" and len(doc["lines"]) == 250
+    assert doc["lines"][1]["chip_equity"] == "60.00"
+    assert sum(int(line["total"].replace(".", "")) for line in doc["lines"]) == big.total_cents
+
+
+@pytest.mark.django_db
+def test_it_hides_the_approve_button_from_the_preparer(client, world, support, manager):
+    proposal = world["proposal"]  # prepared and submitted by support
+    client.force_login(support)
+    page = client.get(reverse("proposal_approval", args=[proposal.pk])).content.decode()
+    assert 'id="approve-form"' not in page
+    client.force_login(manager)
+    page = client.get(reverse("proposal_approval", args=[proposal.pk])).content.decode()
+    assert 'id="approve-form"' in page and proposal.fingerprint in page
+
+
+@pytest.mark.django_db
+def test_it_hides_the_approve_button_from_a_manager_who_submitted(client, support, manager):
+    tournament = make_tournament(support, external_id="UP-OWN")
+    proposal = make_proposal(make_incident(tournament, support), support, submitter=manager)
+    client.force_login(manager)
+    page = client.get(reverse("proposal_approval", args=[proposal.pk])).content.decode()
+    assert 'id="approve-form"' not in page
+    assert "another manager must approve it" in page
+
+
+@pytest.mark.django_db
+def test_it_asks_for_the_password_before_approving(client, world, manager):
+    client.force_login(manager)
+    response = client.post(
+        reverse("proposal_approval", args=[world["proposal"].pk]),
+        {"fingerprint": world["proposal"].fingerprint, "password": "wrong"},
+    )
+    assert response.status_code == 400
+    assert "That is not your password." in response.content.decode()
+    world["proposal"].refresh_from_db()
+    assert world["proposal"].status == "submitted"
+
+
+@pytest.mark.django_db
+def test_it_requires_a_reason_to_reject(client, world, manager):
+    client.force_login(manager)
+    response = client.post(reverse("proposal_reject", args=[world["proposal"].pk]), {"reason": ""})
+    assert response.status_code == 400
+    assert "This field is required." in response.content.decode()
+    world["proposal"].refresh_from_db()
+    assert world["proposal"].status == "submitted"

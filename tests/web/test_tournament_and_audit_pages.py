@@ -1,0 +1,84 @@
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+
+
+@pytest.mark.django_db
+def test_it_searches_the_tournament_list(client, world, auditor):
+    client.force_login(auditor)
+    assert "UP-TEST-1" in client.get(reverse("tournament_list"), {"q": "sunday"}).content.decode()
+    assert (
+        "UP-TEST-1" not in client.get(reverse("tournament_list"), {"q": "monday"}).content.decode()
+    )
+
+
+@pytest.mark.django_db
+def test_it_shows_prizes_versions_and_searchable_entries(client, world, auditor):
+    client.force_login(auditor)
+    url = reverse("tournament_detail", args=[world["tournament"].pk])
+    page = client.get(url).content.decode()
+    assert "USD 1,200.00" in page and "v1" in page and "e029" in page
+    page = client.get(url, {"q": "player007"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="entries")
+    body = page.content.decode()
+    assert "e007" in body and "e008" not in body and "<html" not in body
+
+
+@pytest.mark.django_db
+def test_it_shows_the_incident_timeline_and_actions_by_role(
+    client, world, support, manager, auditor
+):
+    url = reverse("incident_detail", args=[world["incident"].pk])
+    client.force_login(auditor)
+    page = client.get(url).content.decode()
+    assert "play failed" in page and "proposal.submitted" in page
+    assert "Prepare proposal" not in page and "Nothing for you to do" not in page  # link to v1
+    client.force_login(support)
+    assert "Declare not resumable" not in client.get(url).content.decode()
+
+
+@pytest.mark.django_db
+def test_it_filters_the_audit_history(client, world, auditor):
+    client.force_login(auditor)
+    url = reverse("audit")
+    page = client.get(url, {"player": "p001"}).content.decode()
+    assert "submitted the proposal" in page and "recorded the incident" not in page
+    page = client.get(url, {"action": "incident."}).content.decode()
+    assert "recorded the incident" in page and "submitted the proposal" not in page
+    page = client.get(url, {"user": "nobody"}).content.decode()
+    assert "No event matches." in page
+    page = client.get(url, {"since": "2000-01-01", "until": "2000-01-02"}).content.decode()
+    assert "No event matches." in page
+
+
+@pytest.mark.django_db
+def test_it_exports_the_filtered_audit_history_as_csv(client, world, auditor):
+    client.force_login(auditor)
+    response = client.get(reverse("audit_export"), {"tournament": "UP-TEST-1"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [r["action"] for r in rows] == ["proposal.submitted", "incident.recorded"]
+    assert rows[0]["before"] == '{"status": "draft"}'
+
+
+@pytest.mark.django_db
+def test_it_shows_open_incidents_with_a_countdown_and_overdue_ones_stand_out(client, support):
+    from datetime import UTC, timedelta
+
+    from django.utils import timezone
+
+    from .conftest import make_incident, make_tournament
+
+    now = timezone.now().replace(microsecond=0)
+    late = make_incident(make_tournament(support, external_id="UP-LATE"), support, status="open")
+    fresh = make_incident(make_tournament(support, external_id="UP-FRESH"), support, status="open")
+    type(late).objects.filter(pk=late.pk).update(failed_at=now - timedelta(minutes=45))
+    type(fresh).objects.filter(pk=fresh.pk).update(failed_at=now - timedelta(minutes=10))
+    client.force_login(support)
+    page = client.get(reverse("dashboard")).content.decode()
+    deadline = (now + timedelta(minutes=20)).astimezone(UTC)
+    assert f'data-deadline="{deadline:%Y-%m-%dT%H:%M:%SZ}"' in page
+    rows = page.split('<tr class="')
+    late_row = next(r for r in rows if "UP-LATE" in r)
+    fresh_row = next(r for r in rows if "UP-FRESH" in r)
+    assert late_row.startswith("overdue") and not fresh_row.startswith("overdue")
