@@ -58,6 +58,7 @@ def make_approved_proposal(
     """
     from refunds_admin.incidents.models import Incident
     from refunds_admin.ledger.services import schedule_posting
+    from refunds_admin.payouts.rules import fingerprint_lines
     from refunds_admin.proposals.models import PayoutLine, PayoutProposal
     from refunds_admin.tournaments.models import Snapshot, Tournament
 
@@ -95,7 +96,13 @@ def make_approved_proposal(
             recorded_by=preparer,
             rule="full_refund",
         )
-        fingerprint = hashlib.sha256(f"lines of {suffix}".encode()).hexdigest()
+        # The engine's fingerprint of exactly these lines, as prepare_proposal would store it.
+        fingerprint = fingerprint_lines(
+            tournament.external_id,
+            currency,
+            "full_refund",
+            ((f"e{i:06d}", f"p{i:06d}", *a, sum(a)) for i, a in enumerate(amounts, start=1)),
+        )
         approve = _approve_proposal() if schedule else None
         proposal = PayoutProposal.objects.create(
             incident=incident,

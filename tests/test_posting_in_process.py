@@ -64,9 +64,11 @@ def test_it_retries_then_fails_with_the_reason(settings, django_capture_on_commi
 
 
 @pytest.mark.postgres
-def test_it_digests_lines_the_same_in_sql_and_in_python():
+def test_it_fingerprints_stored_lines_the_same_in_sql_and_in_python():
     proposal = make_approved_proposal(amounts=[(1000, 0, 7, 100), (0, 0, 0, 0), (5, 6, 7, 8)])
-    assert writers.lines_summary(proposal.pk) == writers.lines_summary_in_python(proposal.pk)
+    assert writers.lines_summary(proposal) == writers.lines_summary_in_python(proposal)
+    # ... and it is the engine's fingerprint, the one the manager approved.
+    assert writers.lines_summary(proposal)[0] == proposal.approved_fingerprint
 
 
 def test_it_sweeps_only_jobs_left_waiting(settings, django_capture_on_commit_callbacks):

@@ -75,13 +75,18 @@ def schedule_posting(proposal, *, actor):
     """Record, in the caller's transaction, that this approved proposal must be posted.
 
     Called by approve_proposal. Writes the PostingJob outbox row (one per proposal) with the
-    digest of the lines as approved, and kicks the task once the approval has committed.
+    fingerprint of the lines as approved, and kicks the task once the approval has committed.
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("schedule_posting must run inside the approval's transaction")
     if proposal.status != Status.APPROVED:
         raise Refused(f"proposal {proposal.pk} is {proposal.status}, not approved")
-    digest, lines, total, total_cents = lines_summary(proposal.pk)
+    fingerprint, lines, total, total_cents = lines_summary(proposal)
+    if fingerprint != proposal.approved_fingerprint:
+        raise Refused(
+            f"proposal {proposal.pk}: its stored lines no longer match the fingerprint approved; "
+            "prepare it again"
+        )
     if total_cents != proposal.total_cents or lines != proposal.lines_count:
         raise Refused(
             f"proposal {proposal.pk}: its lines add up to {total_cents} cents in {lines} "
@@ -90,7 +95,7 @@ def schedule_posting(proposal, *, actor):
     # The approval's own audit event covers this row: scheduling is part of approving.
     job, _ = PostingJob.objects.get_or_create(
         proposal=proposal,
-        defaults={"total": total, "total_cents": total_cents, "lines_digest": digest},
+        defaults={"total": total, "total_cents": total_cents, "lines_digest": fingerprint},
     )
     transaction.on_commit(partial(kick_posting, proposal.pk))
     return job
@@ -247,8 +252,8 @@ def _mark_running(job):
 def _post_all(job, *, max_chunks=None):
     """Book the chunks after the job's last finished one; True when the proposal is posted."""
     proposal = job.proposal
-    digest, _, _, _ = lines_summary(proposal.pk)
-    if digest != job.lines_digest or proposal.fingerprint != proposal.approved_fingerprint:
+    fingerprint, _, _, _ = lines_summary(proposal)
+    if fingerprint != proposal.approved_fingerprint or fingerprint != job.lines_digest:
         _fail(job, "the proposal's lines no longer match what was approved; nothing more posted")
         raise PostingStopped("lines changed after approval")
 

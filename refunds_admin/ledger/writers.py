@@ -5,14 +5,13 @@ On PostgreSQL one statement per chunk books the credits straight from the propos
 (100k credits in about 1.5 s here; even COPY through a staging table would first have to read
 the lines out). Elsewhere (SQLite in development) the same is done in Python with
 `bulk_create(ignore_conflicts=True)`. Both paths build the same keys (`credit_key`) and the same
-digest of the lines; tests run both.
+fingerprint of the lines; tests run both.
 """
-
-import hashlib
 
 from django.db import connection
 from django.utils import timezone
 
+from refunds_admin.payouts.rules import fingerprint_header, fingerprint_lines
 from refunds_admin.proposals.models import PayoutLine
 
 from .models import COMPONENT_FIELDS, Credit, credit_key
@@ -26,40 +25,54 @@ def _postgres():
 
 
 # ---------------------------------------------------------------------------------------------
-# The digest of the lines as approved: SHA-256 over "position␟entry␟player␟4 amounts\n" per line
+# The fingerprint of the stored lines: the engine's canonical fingerprint (payouts.rules), so
+# that "the lines still match what the manager approved" is checked against the very fingerprint
+# quoted at approval, not a second scheme.
 # ---------------------------------------------------------------------------------------------
 
-_DIGEST_SQL = f"""
-SELECT encode(sha256(convert_to(coalesce(string_agg(
-           concat_ws(E'\\x1f', {", ".join(_LINE_FIELDS)}) || E'\\n', '' ORDER BY position
-       ), ''), 'UTF8')), 'hex'),
+_FINGERPRINT_SQL = f"""
+SELECT encode(sha256(convert_to(
+           %(header)s || coalesce(string_agg(concat(
+               length(entry_id), ':', entry_id, length(player_id), ':', player_id,
+               buy_in_refund_cents, ',', next_prize_cents, ',', chip_equity_cents, ',',
+               fee_refund_cents, ',', total_cents, E'\\n'), '' ORDER BY position), ''),
+       'UTF8')), 'hex'),
        count(*),
        coalesce(sum({" + ".join(f"({f} > 0)::int" for f in _AMOUNT_FIELDS)}), 0),
        coalesce(sum({" + ".join(_AMOUNT_FIELDS)}), 0)
-FROM proposals_payoutline WHERE proposal_id = %s
+FROM proposals_payoutline WHERE proposal_id = %(proposal)s
 """
+_FINGERPRINT_FIELDS = [
+    "entry_id", "player_id", "buy_in_refund_cents", "next_prize_cents",
+    "chip_equity_cents", "fee_refund_cents", "total_cents",
+]  # fmt: skip
 
 
-def lines_summary(proposal_id):
-    """(digest, lines, credits, cents) of a proposal's lines; zero components are no credit."""
+def lines_summary(proposal):
+    """(fingerprint, lines, credits, cents) of a proposal's stored lines; zero components are no
+    credit. The fingerprint is computed in the database on PostgreSQL (no line leaves it)."""
     if _postgres():
+        header = fingerprint_header(
+            proposal.incident.tournament.external_id, proposal.currency, proposal.rule
+        )
         with connection.cursor() as cursor:
-            cursor.execute(_DIGEST_SQL, [proposal_id])
-            digest, lines, credits, cents = cursor.fetchone()
-            return digest, lines, int(credits), int(cents)
-    return lines_summary_in_python(proposal_id)
+            cursor.execute(_FINGERPRINT_SQL, {"header": header, "proposal": proposal.pk})
+            fingerprint, lines, credits, cents = cursor.fetchone()
+            return fingerprint, lines, int(credits), int(cents)
+    return lines_summary_in_python(proposal)
 
 
-def lines_summary_in_python(proposal_id):
-    digest = hashlib.sha256()
-    lines = credits = cents = 0
-    rows = PayoutLine.objects.filter(proposal_id=proposal_id).order_by("position")
-    for line in rows.values_list(*_LINE_FIELDS).iterator(chunk_size=10_000):
-        digest.update(("\x1f".join(map(str, line)) + "\n").encode())
-        lines += 1
-        credits += sum(1 for amount in line[3:] if amount > 0)
-        cents += sum(line[3:])
-    return digest.hexdigest(), lines, credits, cents
+def lines_summary_in_python(proposal):
+    rows = list(
+        PayoutLine.objects.filter(proposal_id=proposal.pk)
+        .order_by("position")
+        .values_list(*_FINGERPRINT_FIELDS)
+    )
+    fingerprint = fingerprint_lines(
+        proposal.incident.tournament.external_id, proposal.currency, proposal.rule, iter(rows)
+    )
+    amounts = [amount for row in rows for amount in row[2:6]]
+    return fingerprint, len(rows), sum(1 for a in amounts if a > 0), sum(amounts)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ def fingerprint_lines(external_id, currency, rule, rows):
     give the same fingerprint. Strings are length-prefixed so that no id can imitate another line.
     """
     h = hashlib.sha256()
-    h.update(f"{PROPOSAL_FORMAT}\n{len(external_id)}:{external_id}|{currency}|{rule}\n".encode())
+    h.update(fingerprint_header(external_id, currency, rule).encode())
     rows = iter(rows)
     while True:
         chunk = list(islice(rows, 16384))
@@ -159,6 +159,10 @@ def fingerprint_lines(external_id, currency, rule, rows):
 
 
 _CANONICAL = "{}:{}{}:{}{},{},{},{},{}\n"
+
+
+def fingerprint_header(external_id, currency, rule):
+    return f"{PROPOSAL_FORMAT}\n{len(external_id)}:{external_id}|{currency}|{rule}\n"
 
 
 def _instant(value, what):
