@@ -179,3 +179,9 @@ def test_it_fingerprints_the_lines_and_only_the_lines():
     assert compute_proposal(parse_snapshot(doc)).fingerprint() == a
     doc["entries"][0]["chips"] = 601
     assert compute_proposal(parse_snapshot(doc)).fingerprint() != a
+
+
+def test_it_reads_offsets_in_every_iso_8601_form():
+    for text in ("2026-11-29T19:30:00+01:00", "2026-11-29T19:30:00+0100", "2026-11-29T19:30:00+01",
+                 "2026-11-29t18:30:00z", "2026-11-29 18:30:00Z"):  # fmt: skip
+        assert rule_at(text) == "in_the_money", text
