@@ -322,3 +322,12 @@ def test_it_gives_the_same_answer_for_bytes_text_and_decoded_json():
     b = compute_proposal(parse_snapshot(json.dumps(doc))).to_json()
     c = compute_proposal(parse_snapshot(json.dumps(doc).encode())).to_json()
     assert a == b == c
+
+
+def test_it_does_not_count_an_entry_with_an_unknown_status_as_active():
+    doc = snapshot(
+        entries=[active(1, 600), active(2, 400), {**active(3, 50), "status": "sitting_out"}],
+        chips_in_play=1000,
+    )
+    problems = refused(doc)
+    assert problems == ["entries[2] (e3).status: must be active or eliminated, not 'sitting_out'"]

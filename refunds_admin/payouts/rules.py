@@ -11,7 +11,7 @@ from datetime import datetime
 from fractions import Fraction
 from functools import cached_property
 from itertools import compress, islice, repeat
-from operator import add, mul
+from operator import add, eq, mul
 from typing import NamedTuple
 
 from ._gc import paused_gc
@@ -265,7 +265,7 @@ def _rule_two(snapshot, proposal):
     """
     ids, players, screens, statuses, chips, _, _, buy_ins, fees = snapshot.columns
     m = len(ids)
-    is_active = list(map(ACTIVE.__eq__, statuses))
+    is_active = list(map(eq, repeat(ACTIVE), statuses))
     active = list(compress(range(m), is_active))
     n = len(active)
     first_prize = snapshot.first_prize

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from functools import cached_property
 from itertools import compress, repeat
+from operator import eq
 from typing import NamedTuple
 
 import orjson
@@ -265,7 +266,7 @@ def _parse_snapshot(doc):
     if tournament is not None and entries is not None:
         chips_in_play = tournament["chips_in_play"]
         if chips_in_play is not None:
-            active_chips = sum(compress(entries.chips, map(ACTIVE.__eq__, entries.status)))
+            active_chips = sum(compress(entries.chips, map(eq, repeat(ACTIVE), entries.status)))
             if chips_in_play != active_chips:
                 problems.add(
                     "tournament.chips_in_play",
@@ -628,7 +629,7 @@ def _parse_entries_in_bulk(raw, default_buy_in, default_fee):
         return None
     if not set(statuses) <= {ACTIVE, ELIMINATED}:
         return None
-    is_active = list(map(ACTIVE.__eq__, statuses))
+    is_active = list(map(eq, repeat(ACTIVE), statuses))
     active_chips = list(compress(chips, is_active))
     if active_chips and (set(map(type, active_chips)) != {int} or min(active_chips) <= 0):
         return None
@@ -636,7 +637,7 @@ def _parse_entries_in_bulk(raw, default_buy_in, default_fee):
     stated_chips = [c for c in chips if c is not None]
     if len(stated_chips) != present("chips") or set(map(type, stated_chips)) - {int}:
         return None
-    eliminated_chips = set(compress(chips, map(ELIMINATED.__eq__, statuses)))
+    eliminated_chips = set(compress(chips, map(eq, repeat(ELIMINATED), statuses)))
     if not eliminated_chips <= {None, 0}:
         return None  # an eliminated entry holds chips
     active_players = list(compress(players, is_active))

@@ -9,6 +9,9 @@ import hashlib
 
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
+from django.urls import reverse
+
+from refunds_admin.accounts.roles import ROLES, has_role
 
 LIMIT = 5
 WINDOW = 15 * 60
@@ -62,3 +65,11 @@ class RateLimitedLoginView(LoginView):
             _key(self.request.POST.get("username", ""), self.request.META.get("REMOTE_ADDR"))
         )
         return super().form_valid(form)
+
+    def get_default_redirect_url(self):
+        # A superuser without a staff role manages users and roles in the Django admin; the
+        # staff pages would only show them "your role does not allow this page".
+        user = self.request.user
+        if user.is_staff and not has_role(user, ROLES):
+            return reverse("admin:index")
+        return super().get_default_redirect_url()

@@ -51,3 +51,11 @@ def test_it_shows_a_labelled_sign_in_form(client):
     response = client.get(reverse("login"))
     assert b'<label for="id_username">Username</label>' in response.content
     assert b'<label for="id_password">Password</label>' in response.content
+
+
+def test_it_sends_a_superuser_without_a_staff_role_to_the_django_admin(client, django_user_model):
+    django_user_model.objects.create_superuser("root_admin", password="pw-root-admin-1")
+    response = client.post(
+        reverse("login"), {"username": "root_admin", "password": "pw-root-admin-1"}
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("admin:index")
