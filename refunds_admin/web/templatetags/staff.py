@@ -9,6 +9,7 @@ from datetime import UTC
 
 from django import template
 from django.utils import timezone
+from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
 from refunds_admin.web.money import format_money, to_cents
@@ -45,8 +46,6 @@ def staff_time(value, fmt="Y-m-d H:i"):
     """An aware datetime shown in the active (staff) time zone; hover shows it in UTC."""
     if not value:
         return ""
-    from django.utils.dateformat import format as date_format
-
     local = timezone.localtime(value)
     utc = value.astimezone(UTC)
     return format_html(
