@@ -194,7 +194,12 @@ def world(support, manager, other_manager, auditor, outsider):
         object_type="incident",
         object_id=str(incident.pk),
         tournament_external_id=tournament.external_id,
-        after={"status": "open"},
+        after={
+            "status": "open",
+            "failed_at": FAILED.isoformat(),
+            "cause": "server_crash",
+            "rule": "not_in_the_money",
+        },
     )
     return {"tournament": tournament, "incident": incident, "proposal": proposal}
 
