@@ -53,6 +53,16 @@ def test_it_filters_the_audit_history(client, world, auditor):
 
 
 @pytest.mark.django_db
+def test_it_shows_before_and_after_as_readable_key_value_rows(client, world, auditor):
+    client.force_login(auditor)
+    page = client.get(reverse("audit"), {"action": "proposal."}).content.decode()
+    assert "<dt>status</dt>" in page and "<dd>draft → submitted</dd>" in page
+    page = client.get(reverse("audit"), {"action": "incident."}).content.decode()
+    assert "<dt>cause</dt>" in page and "<dd>server_crash</dd>" in page
+    assert "{&#x27;" not in page and "{'" not in page  # no Python dict text
+
+
+@pytest.mark.django_db
 def test_it_exports_the_filtered_audit_history_as_csv(client, world, auditor):
     client.force_login(auditor)
     response = client.get(reverse("audit_export"), {"tournament": "UP-TEST-1"})
