@@ -207,9 +207,3 @@ def world(support, manager, other_manager, auditor, outsider):
 def login(client, user):
     client.force_login(user)
     return client
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    """Persona passwords are hashed for every test; a fast hasher keeps the suite quick."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
