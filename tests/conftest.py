@@ -39,6 +39,17 @@ def pytest_runtest_setup(item):
         pytest.skip(f"needs {missing}")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hasher():
+    """Every test creates persona users, and the default hasher costs most of a second each: a
+    fast one for the whole run (the live server thread of the browser tests shares it; worker
+    subprocesses never check a password)."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 def _user(django_user_model, username, role):
     from django.contrib.auth.models import Group
 

@@ -6,9 +6,8 @@ import threading
 import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
-from django.db import connection, connections
+from django.db import connections
 
-from refunds_admin.accounts.roles import ROLES
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.proposals import services
@@ -22,32 +21,9 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def reenable_audit_truncate_guard(django_db_blocker):
-    """Transactional tests end with a TRUNCATE of every table, which the audit table's trigger
-    refuses. The guard is switched off just for that flush (see below) and back on after it;
-    this fixture is listed before `transactional_db`, so its teardown runs after the flush.
-    The flush also empties the role groups the data migration made: they are put back."""
-    yield
-    with django_db_blocker.unblock():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "ALTER TABLE audit_auditevent ENABLE TRIGGER audit_auditevent_no_truncate"
-            )
-        for role in ROLES:
-            Group.objects.get_or_create(name=role)
-
-
-@pytest.fixture
-def db_for_threads(reenable_audit_truncate_guard, transactional_db):
-    for role in ROLES:
-        Group.objects.get_or_create(name=role)
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE audit_auditevent DISABLE TRIGGER audit_auditevent_no_truncate")
-
-
-@pytest.fixture
-def submitted(db_for_threads, django_user_model, monkeypatch):
+def submitted(transactional_db, django_user_model, monkeypatch):
+    """Each thread commits on its own connection, so the test database is transactional (emptied
+    after the test; tests/conftest.py lets that flush past the append-only triggers)."""
     record_scheduled_postings(monkeypatch)
     preparer = django_user_model.objects.create(username="sue_support")
     preparer.groups.add(Group.objects.get_or_create(name="support")[0])

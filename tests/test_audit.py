@@ -78,6 +78,37 @@ def test_it_writes_no_event_when_a_change_is_refused(support):
     assert _actions() == before
 
 
+def test_it_has_a_sentence_for_every_action_the_app_records():
+    import re
+    from pathlib import Path
+
+    import refunds_admin
+    from refunds_admin.audit.display import SENTENCES
+
+    source = Path(refunds_admin.__file__).parent
+    recorded = {
+        action
+        for path in source.rglob("*.py")
+        for action in re.findall(r'\brecord\(\s*"([a-z_]+\.[a-z_]+)"', path.read_text())
+    }
+    assert {"proposal.approved", "ledger.posted", "incident.overdue_flagged"} <= recorded
+    assert sorted(recorded - SENTENCES.keys()) == []
+
+
+def test_it_describes_posting_in_words(support):
+    event = AuditEvent(
+        actor_name="system",
+        action="ledger.posted",
+        object_type="payoutproposal",
+        object_id="12",
+        after={"status": "posted", "credits": 1200, "total_cents": 3015000, "currency": "USD"},
+    )
+    assert describe(event) == (
+        "Proposal 12 posted: 1,200 credits, USD 30,150.00 in total, matching the approved total "
+        "to the cent"
+    )
+
+
 def test_it_describes_unknown_actions_sensibly(support):
     event = AuditEvent(actor_name="sam", action="thing.done", object_type="x", object_id="7")
     assert describe(event) == "sam: thing.done on x 7"

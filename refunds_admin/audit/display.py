@@ -17,10 +17,17 @@ def _rule(value):
     return RULES.get(value, value or "?")
 
 
+def _amount(cents):
+    """81533 -> "815.33", 3015000 -> "30,150.00": the engine's exact format, thousands grouped."""
+    whole, _, fraction = format_cents(cents).partition(".")
+    sign = "-" if whole.startswith("-") else ""
+    return f"{sign}{int(whole.lstrip('-')):,}.{fraction}"
+
+
 def _money(after):
     total = after.get("total")
     if isinstance(total, int):
-        return f" ({after.get('currency', '')} {format_cents(total)})".replace("( ", "(")
+        return f" ({after.get('currency', '')} {_amount(total)})".replace("( ", "(")
     return ""
 
 
@@ -53,6 +60,15 @@ def _proposal_prepared(e, before, after):
         f"{e.actor_name} {verb} proposal {e.object_id} v{after.get('version')} "
         f"({_rule(after.get('rule'))}, {after.get('lines', 0):,} lines)"
     )
+
+
+def _ledger_posted(e, before, after):
+    credits, cents = after.get("credits"), after.get("total_cents")
+    booked = ""
+    if isinstance(credits, int) and isinstance(cents, int):
+        currency = f"{after['currency']} " if after.get("currency") else ""
+        booked = f": {credits:,} credits, {currency}{_amount(cents)} in total"
+    return f"Proposal {e.object_id} posted{booked}, matching the approved total to the cent"
 
 
 SENTENCES = {
@@ -90,6 +106,21 @@ SENTENCES = {
         f"{e.actor_name} approved proposal {e.object_id}{_money(a)}"
     ),
     "proposal.rejected": lambda e, b, a: f"{e.actor_name} rejected proposal {e.object_id}",
+    "incident.overdue_flagged": lambda e, b, a: (
+        f"Incident {e.object_id} on tournament {e.tournament_external_id} still open 30 minutes "
+        f"after the failure: flagged overdue and the managers e-mailed"
+    ),
+    # Posting is done by the worker (actor "system"), except a manager resuming it.
+    "ledger.posting_started": lambda e, b, a: (
+        f"Posting of proposal {e.object_id} started: crediting the players"
+    ),
+    "ledger.posted": _ledger_posted,
+    "ledger.posting_failed": lambda e, b, a: (
+        f"Posting of proposal {e.object_id} failed and waits for a manager"
+    ),
+    "ledger.posting_resumed": lambda e, b, a: (
+        f"{e.actor_name} resumed the posting of proposal {e.object_id}"
+    ),
 }
 
 

@@ -336,7 +336,12 @@ def _finish(job, wallet):
             proposal,
             actor=None,
             before={"status": Status.POSTING},
-            after={"status": Status.POSTED, "credits": job.total, "total_cents": job.total_cents},
+            after={
+                "status": Status.POSTED,
+                "credits": job.total,
+                "total_cents": job.total_cents,
+                "currency": proposal.currency,
+            },
             tournament=_tournament(proposal),
         )
 

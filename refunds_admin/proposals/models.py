@@ -145,4 +145,11 @@ class PayoutLine(models.Model):
             models.Index(fields=["proposal", "screen_name"]),
             models.Index(fields=["proposal", "chips", "position"]),
             models.Index(fields=["proposal", "total_cents", "position"]),
+            # "Capped only": the few entries whose chip equity hit the first-place cap, found
+            # without reading every line. Partial, so a COPY of 100k uncapped lines adds nothing.
+            models.Index(
+                fields=["proposal", "position"],
+                condition=models.Q(capped=True),
+                name="payoutline_capped_position",
+            ),
         ]

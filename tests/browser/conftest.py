@@ -40,17 +40,16 @@ def browser():
 
 
 @pytest.fixture(autouse=True)
-def _live_database(transactional_db, settings):
+def _live_database(transactional_db):
     """The live server's thread must see committed rows, so these tests use a transactional
     database, which is emptied after each test: put back the role groups the data migration
-    created. A fast password hasher keeps sign-in quick."""
+    created."""
     from django.contrib.auth.models import Group
 
     from refunds_admin.accounts.roles import ROLES
 
     for role in ROLES:
         Group.objects.get_or_create(name=role)
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

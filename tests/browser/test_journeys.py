@@ -36,11 +36,10 @@ def _start_worker_if_needed(request):
 
 
 def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
-    open_as, support, manager, tmp_path, request
+    open_as, support, manager, other_manager, tmp_path, request, settings
 ):
     # Support imports the snapshot file.
     page = open_as(support)
-    shot(page, "dashboard")
     page.click("nav >> text=Tournaments")
     page.click("text=Import a snapshot")
     page.set_input_files("#id_file", str(snapshot_file(tmp_path)))
@@ -85,9 +84,30 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
     proposal = PayoutProposal.objects.get(incident__tournament__external_id="UP-2026-BROWSER-1")
     assert page.locator("#approve-form").count() == 0
 
+    # Meanwhile another table failed 12 minutes ago, and (with a worker on Redis) another
+    # tournament's refunds are being posted: the manager's dashboard shows all of it.
+    from tests.browser.helpers import open_incident, partly_posted_proposal
+
+    open_incident(support, tmp_path, external_id="UP-2026-BROWSER-2", minutes_ago=12)
+    busy = None
+    if os.environ.get("REDIS_URL"):  # in-process posting would finish it at approval
+        settings.POSTING_CHUNK_SIZE = 24  # lines: about 40% of the proposal's credits
+        busy = partly_posted_proposal(
+            support, other_manager, tmp_path, external_id="UP-2026-BROWSER-3"
+        )
+    mpage = open_as(manager)
+    waiting = mpage.inner_text("#waiting-approval")
+    assert f"UP-2026-BROWSER-1 v{proposal.version}" in waiting
+    mpage.wait_for_selector("#open-incidents >> text=UP-2026-BROWSER-2")
+    if busy is not None:
+        assert "UP-2026-BROWSER-3" in mpage.inner_text("#posting-jobs")
+        percent = int(mpage.get_attribute("#posting-jobs .progress", "aria-valuenow"))
+        assert 0 < percent < 100, percent
+    assert "left" in mpage.inner_text("#open-incidents .countdown")
+    shot(mpage, "dashboard")
+
     # A manager approves, quoting their password.
     _start_worker_if_needed(request)
-    mpage = open_as(manager)
     mpage.click(f"#waiting-approval >> text=UP-2026-BROWSER-1 v{proposal.version}")
     assert proposal.fingerprint in mpage.inner_text("#approval-fingerprint")
     mpage.fill("#id_password", "not-my-password")

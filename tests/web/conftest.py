@@ -194,7 +194,12 @@ def world(support, manager, other_manager, auditor, outsider):
         object_type="incident",
         object_id=str(incident.pk),
         tournament_external_id=tournament.external_id,
-        after={"status": "open"},
+        after={
+            "status": "open",
+            "failed_at": FAILED.isoformat(),
+            "cause": "server_crash",
+            "rule": "not_in_the_money",
+        },
     )
     return {"tournament": tournament, "incident": incident, "proposal": proposal}
 
@@ -202,9 +207,3 @@ def world(support, manager, other_manager, auditor, outsider):
 def login(client, user):
     client.force_login(user)
     return client
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    """Persona passwords are hashed for every test; a fast hasher keeps the suite quick."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

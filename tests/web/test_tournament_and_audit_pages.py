@@ -43,13 +43,23 @@ def test_it_filters_the_audit_history(client, world, auditor):
     client.force_login(auditor)
     url = reverse("audit")
     page = client.get(url, {"player": "p001"}).content.decode()
-    assert "submitted the proposal" in page and "recorded the incident" not in page
+    assert "submitted proposal" in page and "recorded incident" not in page
     page = client.get(url, {"action": "incident."}).content.decode()
-    assert "recorded the incident" in page and "submitted the proposal" not in page
+    assert "recorded incident" in page and "submitted proposal" not in page
     page = client.get(url, {"user": "nobody"}).content.decode()
     assert "No event matches." in page
     page = client.get(url, {"since": "2000-01-01", "until": "2000-01-02"}).content.decode()
     assert "No event matches." in page
+
+
+@pytest.mark.django_db
+def test_it_shows_before_and_after_as_readable_key_value_rows(client, world, auditor):
+    client.force_login(auditor)
+    page = client.get(reverse("audit"), {"action": "proposal."}).content.decode()
+    assert "<dt>status</dt>" in page and "<dd>draft → submitted</dd>" in page
+    page = client.get(reverse("audit"), {"action": "incident."}).content.decode()
+    assert "<dt>cause</dt>" in page and "<dd>server_crash</dd>" in page
+    assert "{&#x27;" not in page and "{'" not in page  # no Python dict text
 
 
 @pytest.mark.django_db

@@ -8,10 +8,10 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_READ
+from refunds_admin.audit.display import describe
 
 from .. import queries
 from ..access import role_required
-from ..audit_display import describe
 from ..forms import AuditFilterForm
 
 

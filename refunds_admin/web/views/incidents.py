@@ -7,7 +7,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
+from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
+from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
@@ -28,8 +30,6 @@ def incident_new(request):
     if request.method == "POST":
         form = IncidentForm(request.POST)
         if form.is_valid():
-            from refunds_admin.incidents import services as incident_services
-
             try:
                 incident = incident_services.record_incident(
                     form.cleaned_data["tournament"],
@@ -71,8 +71,6 @@ def _preview_for(form):
     tournament, failed_at = data.get("tournament"), data.get("failed_at")
     if not isinstance(tournament, Tournament) or failed_at is None:
         return None
-    from refunds_admin.incidents import services as incident_services
-
     try:
         result = incident_services.preview_rule(tournament, failed_at)
     except Refused as exc:
@@ -157,17 +155,11 @@ def _act(request, pk, form_class, form_key, perform, roles, done):
     return incident_detail.__wrapped__(request, pk)
 
 
-def _services():
-    from refunds_admin.incidents import services
-
-    return services
-
-
 @role_required(CAN_PREPARE)
 @require_POST
 def incident_restart(request, pk):
     def perform(incident, data):
-        _services().log_restart_attempt(
+        incident_services.log_restart_attempt(
             incident,
             attempted_at=data["attempted_at"],
             succeeded=data["succeeded"],
@@ -190,7 +182,9 @@ def incident_restart(request, pk):
 @require_POST
 def incident_resumed(request, pk):
     def perform(incident, data):
-        _services().mark_resumed(incident, resumed_at=data["resumed_at"], acting_user=request.user)
+        incident_services.mark_resumed(
+            incident, resumed_at=data["resumed_at"], acting_user=request.user
+        )
 
     return _act(
         request,
@@ -207,7 +201,9 @@ def incident_resumed(request, pk):
 @require_POST
 def incident_not_resumable(request, pk):
     def perform(incident, data):
-        _services().declare_not_resumable(incident, reason=data["reason"], acting_user=request.user)
+        incident_services.declare_not_resumable(
+            incident, reason=data["reason"], acting_user=request.user
+        )
 
     return _act(
         request,
@@ -224,7 +220,7 @@ def incident_not_resumable(request, pk):
 @require_POST
 def incident_site_wide(request, pk):
     def perform(incident, data):
-        _services().confirm_site_wide_issue(
+        incident_services.confirm_site_wide_issue(
             incident, justification=data["justification"], acting_user=request.user
         )
 
@@ -243,7 +239,7 @@ def incident_site_wide(request, pk):
 @require_POST
 def incident_cancel(request, pk):
     def perform(incident, data):
-        _services().cancel_after_window(incident, acting_user=request.user)
+        incident_services.cancel_after_window(incident, acting_user=request.user)
 
     return _act(
         request,
@@ -259,8 +255,6 @@ def incident_cancel(request, pk):
 @role_required(CAN_PREPARE)
 @require_POST
 def incident_prepare(request, pk):
-    from refunds_admin.proposals import services as proposal_services
-
     incident = get_incident_for(request, pk)
     try:
         proposal = proposal_services.prepare_proposal(incident, acting_user=request.user)

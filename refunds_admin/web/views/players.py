@@ -2,6 +2,8 @@ from django.shortcuts import render
 
 from refunds_admin.accounts.roles import CAN_READ
 from refunds_admin.errors import Refused
+from refunds_admin.ledger import services as ledger_services
+from refunds_admin.proposals import services as proposal_services
 
 from ..access import role_required
 from ..forms import PlayerLookupForm
@@ -12,8 +14,6 @@ def player_lookup(request):
     """Every credit a player received, with the statement behind each (to answer "why did I get
     $815.33?"). Credits are booked per component (buy-in refund, next prize, chip equity, fee);
     the page groups them per entry, the unit the statement explains."""
-    from refunds_admin.ledger import services as ledger_services
-
     form = PlayerLookupForm(request.GET or None)
     entries, balances = None, {}
     if form.is_valid():
@@ -28,8 +28,6 @@ def player_lookup(request):
 
 
 def _by_entry(credits):
-    from refunds_admin.proposals import services as proposal_services
-
     groups = {}
     for credit in credits:
         group = groups.setdefault(

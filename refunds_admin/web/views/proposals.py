@@ -11,6 +11,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
+from refunds_admin.ledger import services as ledger_services
+from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
 from .. import queries
@@ -21,12 +23,6 @@ from ..posting import progress_of
 
 Status = PayoutProposal.Status
 POSTING_STATES = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
-
-
-def _proposal_services():
-    from refunds_admin.proposals import services
-
-    return services
 
 
 def _lines_context(request, proposal):
@@ -122,7 +118,7 @@ def proposal_statement(request, pk, entry_id):
     proposal = get_proposal_for(request, pk)
     line = get_object_or_404(PayoutLine, proposal=proposal, entry_id=entry_id)
     try:
-        text = _proposal_services().statement(proposal, entry_id)
+        text = proposal_services.statement(proposal, entry_id)
     except Refused as exc:
         text = f"No statement: {exc.message}"
     template = "web/proposal_statement.html"
@@ -262,7 +258,7 @@ def proposal_export_json(request, pk):
 def proposal_submit(request, pk):
     proposal = get_proposal_for(request, pk)
     try:
-        _proposal_services().submit_proposal(proposal, acting_user=request.user)
+        proposal_services.submit_proposal(proposal, acting_user=request.user)
     except Refused as exc:
         messages.error(request, exc.message)
     else:
@@ -289,7 +285,7 @@ def proposal_approval(request, pk):
         approve_form = ApproveForm(request.POST, user=request.user, request=request)
         if approve_form.is_valid():
             try:
-                _proposal_services().approve_proposal(
+                proposal_services.approve_proposal(
                     proposal,
                     acting_user=request.user,
                     fingerprint=approve_form.cleaned_data["fingerprint"],
@@ -330,7 +326,7 @@ def proposal_reject(request, pk):
     form = RejectForm(request.POST)
     if form.is_valid():
         try:
-            _proposal_services().reject_proposal(
+            proposal_services.reject_proposal(
                 proposal, acting_user=request.user, reason=form.cleaned_data["reason"]
             )
         except Refused as exc:
@@ -352,7 +348,7 @@ def proposal_replay(request, pk):
     """Recompute from the stored snapshot and compare fingerprints (the auditor's check).
     Read-only, but POST because it is an action that costs a full computation."""
     proposal = get_proposal_for(request, pk)
-    result = _proposal_services().replay_proposal(proposal)
+    result = proposal_services.replay_proposal(proposal)
     template = "web/proposal_replay.html"
     if request.htmx:
         template += "#replay"
@@ -380,8 +376,6 @@ def proposal_posting(request, pk):
 
 def _reconciliation_for(proposal):
     """This proposal's row of ledger.services.reconcile(): approved total vs credits booked."""
-    from refunds_admin.ledger import services as ledger_services
-
     return next(
         (row for row in ledger_services.reconcile() if row["proposal"] == proposal.pk), None
     )
@@ -390,8 +384,6 @@ def _reconciliation_for(proposal):
 @role_required(CAN_DECIDE)
 @require_POST
 def proposal_resume_posting(request, pk):
-    from refunds_admin.ledger import services as ledger_services
-
     proposal = get_proposal_for(request, pk)
     try:
         ledger_services.resume_posting(proposal, acting_user=request.user)

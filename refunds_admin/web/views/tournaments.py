@@ -5,6 +5,7 @@ from django.views.decorators.http import require_http_methods
 
 from refunds_admin.accounts.roles import CAN_PREPARE, CAN_READ
 from refunds_admin.errors import Refused
+from refunds_admin.tournaments import services as tournament_services
 from refunds_admin.tournaments.models import Snapshot, Tournament
 
 from .. import queries
@@ -81,8 +82,6 @@ def tournament_import(request):
     problems = []
     kind = request.POST.get("kind", "json")
     if request.method == "POST":
-        from refunds_admin.tournaments import services as tournament_services
-
         try:
             if kind == "csv":
                 csv_form = CsvImportForm(request.POST, request.FILES)
