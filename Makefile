@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test bench lint format check-examples demo clean
+.PHONY: install run test bench lint format check-examples screenshots clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ run: install
 test: install
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Refresh docs/screenshots/ from the browser journeys (needs DATABASE_URL and REDIS_URL, so
+# that the posting job shows progress).
+screenshots: install
+	UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/browser
 
 bench: install
 	$(PY) bench/run.py $(BENCH_ARGS)

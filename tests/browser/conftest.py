@@ -14,7 +14,15 @@ from django.utils import timezone
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# The journeys photograph the main screens. They refresh the committed pictures in
+# docs/screenshots/ only when asked (`make screenshots`, with PostgreSQL and Redis set), so that
+# an ordinary test run leaves the work tree clean; otherwise they go to test-results/.
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = (
+    ROOT / "docs" / "screenshots"
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1"
+    else ROOT / "test-results" / "screenshots"
+)
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 
@@ -77,7 +85,7 @@ def open_as(browser, live_server, transactional_db):
 
 
 def shot(page, name, max_height=1500):
-    """Save docs/screenshots/<name>.png: the page from the top, at most `max_height` pixels."""
+    """Save <name>.png in SCREENSHOTS: the page from the top, at most `max_height` pixels."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
     page.screenshot(
