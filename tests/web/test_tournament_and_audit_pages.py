@@ -92,3 +92,11 @@ def test_it_shows_open_incidents_with_a_countdown_and_overdue_ones_stand_out(cli
     late_row = next(r for r in rows if "UP-LATE" in r)
     fresh_row = next(r for r in rows if "UP-FRESH" in r)
     assert late_row.startswith("overdue") and not fresh_row.startswith("overdue")
+
+
+def test_it_tells_recent_activity_in_sentences_on_the_dashboard(client, world, manager):
+    client.force_login(manager)
+    page = client.get(reverse("dashboard")).content.decode()
+    section = page.split('id="recent-activity"')[1]
+    assert f"sam_support submitted proposal {world['proposal'].pk}" in section
+    assert "<code>proposal.submitted</code>" not in section

@@ -5,6 +5,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_READ, has_role
+from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
 from refunds_admin.proposals.models import PayoutProposal
@@ -44,7 +45,7 @@ def dashboard(request):
             "incident__tournament"
         )[:20]
     ]
-    recent = AuditEvent.objects.order_by("-id")[:15]
+    recent = [(event, describe(event)) for event in AuditEvent.objects.order_by("-id")[:15]]
     return render(
         request,
         "web/dashboard.html",
