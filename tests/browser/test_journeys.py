@@ -78,7 +78,7 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
     page.select_option("#id_sort", "total")
     page.wait_for_selector("#lines tbody tr")
     page.click("#lines tbody tr >> nth=0 >> text=Statement")
-    page.wait_for_selector("#statement pre")
+    page.wait_for_selector("#statement table.statement")
     shot(page, "proposal", max_height=1100)
     shot_of(page.locator("#statement"), "statement")
     proposal = PayoutProposal.objects.get(incident__tournament__external_id="UP-2026-BROWSER-1")
@@ -157,7 +157,8 @@ def test_it_lets_an_auditor_find_replay_and_export_an_incident(
         page.click("text=Export JSON")
     assert '"format": "payout-proposal/1"' in open(download.value.path(), encoding="utf-8").read()
     page.goto("/players/?player_id=P0001")
-    page.wait_for_selector("#credits pre.statement")
+    page.wait_for_selector("#credits table.statement")
+    assert "Total paid out" in page.inner_text("#credits table.statement")
     shot(page, "player-lookup")
 
 

@@ -5,7 +5,9 @@ import json
 import pytest
 from django.urls import reverse
 
+from refunds_admin.proposals.services import prepare_proposal
 from refunds_admin.web import queries
+from tests.workflow_data import cancelled_incident
 
 from .conftest import make_incident, make_proposal, make_tournament
 
@@ -157,3 +159,28 @@ def test_it_requires_a_reason_to_reject(client, world, manager):
     assert "This field is required." in response.content.decode()
     world["proposal"].refresh_from_db()
     assert world["proposal"].status == "submitted"
+
+
+@pytest.mark.django_db
+def test_it_shows_an_entrys_statement_with_the_amounts_in_their_own_column(
+    client, support, auditor
+):
+    proposal = prepare_proposal(cancelled_incident(support), acting_user=support)
+    line = proposal.lines.filter(status="active").first()
+    client.force_login(auditor)
+    page = client.get(
+        reverse("proposal_statement", args=[proposal.pk, line.entry_id])
+    ).content.decode()
+    assert '<table class="statement">' in page
+    assert '<td>Refund of tournament fee</td><td class="num">$' in page
+    assert '<td>Total paid out</td><td class="num">$' in page
+
+
+@pytest.mark.django_db
+def test_it_tells_the_incident_timeline_in_sentences(client, world, auditor):
+    client.force_login(auditor)
+    incident = world["proposal"].incident
+    page = client.get(reverse("incident_detail", args=[incident.pk])).content.decode()
+    timeline = page.split('id="timeline"')[1].split("</ol>")[0]
+    assert f"sam_support submitted proposal {world['proposal'].pk}" in timeline
+    assert "<code>proposal.submitted</code>" not in timeline

@@ -76,6 +76,15 @@ def rule_label(rule):
 
 
 @register.filter
+def statement_rows(text):
+    """The statement text (the engine's explain(): "label<TAB>amount" per line) as table rows,
+    so amounts line up in a column instead of after ragged tabs."""
+    return [
+        (label, amount) for label, _, amount in (line.partition("\t") for line in text.splitlines())
+    ]
+
+
+@register.filter
 def get_item(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
 

@@ -5,6 +5,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
+from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
@@ -86,9 +87,12 @@ def incident_detail(request, pk):
             "version"
         )
     )
-    events = AuditEvent.objects.filter(
-        tournament_external_id=incident.tournament.external_id
-    ).order_by("created_at", "id")
+    events = [
+        (event, describe(event))
+        for event in AuditEvent.objects.filter(
+            tournament_external_id=incident.tournament.external_id
+        ).order_by("created_at", "id")
+    ]
     user = request.user
     is_open = incident.status == Incident.Status.OPEN
     live = next((p for p in proposals if p.status != PayoutProposal.Status.REJECTED), None)
