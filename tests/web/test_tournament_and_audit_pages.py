@@ -32,7 +32,7 @@ def test_it_shows_the_incident_timeline_and_actions_by_role(
     url = reverse("incident_detail", args=[world["incident"].pk])
     client.force_login(auditor)
     page = client.get(url).content.decode()
-    assert "play failed" in page and "proposal.submitted" in page
+    assert "play failed" in page and f"submitted proposal {world['proposal'].pk}" in page
     assert "Prepare proposal" not in page and "Nothing for you to do" not in page  # link to v1
     client.force_login(support)
     assert "Declare not resumable" not in client.get(url).content.decode()
