@@ -34,3 +34,11 @@ def test_it_fails_when_a_posted_proposal_is_not_in_the_ledger(capsys):
     out = capsys.readouterr().out
     assert f"MISMATCH proposal {proposal.pk} (posted)" in out
     assert "posted, but the ledger differs from the approved total" in out
+
+
+def test_it_reconciles_only_the_proposals_asked_about():
+    first = make_approved_proposal(lines=2)
+    second = make_approved_proposal(lines=2)
+    rows = services.reconcile([second.pk])
+    assert [row["proposal"] for row in rows] == [second.pk]
+    assert first.pk in [row["proposal"] for row in services.reconcile()]

@@ -500,9 +500,9 @@ def player_balances(player_id):
     )
 
 
-def reconcile():
-    """Per approved proposal: approved total vs credits booked (and vs the cashier when one is
-    configured). Rows with `ok` False are mismatches."""
+def reconcile(proposal_ids=None):
+    """Per approved proposal (or only those in `proposal_ids`): approved total vs credits booked
+    (and vs the cashier when one is configured). Rows with `ok` False are mismatches."""
     from .wallets import cashier_from_settings
 
     cashier = cashier_from_settings()
@@ -510,6 +510,8 @@ def reconcile():
     proposals = PayoutProposal.objects.filter(
         status__in=[Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED]
     ).order_by("pk")
+    if proposal_ids is not None:
+        proposals = proposals.filter(pk__in=proposal_ids)
     for proposal in proposals:
         booked = Credit.objects.filter(proposal_id=proposal.pk).aggregate(
             n=Count("pk"), cents=Sum("amount_cents")

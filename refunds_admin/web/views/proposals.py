@@ -376,9 +376,7 @@ def proposal_posting(request, pk):
 
 def _reconciliation_for(proposal):
     """This proposal's row of ledger.services.reconcile(): approved total vs credits booked."""
-    return next(
-        (row for row in ledger_services.reconcile() if row["proposal"] == proposal.pk), None
-    )
+    return next(iter(ledger_services.reconcile([proposal.pk])), None)
 
 
 @role_required(CAN_DECIDE)
