@@ -64,11 +64,13 @@ def _current_snapshot(tournament):
     return snapshot
 
 
-def _check_failed_at(tournament, failed_at):
+def _check_failed_at(parsed, failed_at):
+    # The start comes from the stored snapshot document, the one source the rule is computed
+    # from, so the check, the rule and the elapsed time can never disagree.
     problems = _check_moment(
         failed_at,
         "failed_at",
-        not_before=tournament.starts_at,
+        not_before=parsed.starts_at.at,
         not_before_what="the tournament's start",
     )
     if problems:
@@ -114,12 +116,12 @@ def preview_rule(tournament, failed_at, site_wide_issue=False):
     Raises `Refused` for a failure time that would be refused when recorded.
     """
     snapshot = _current_snapshot(tournament)
-    _check_failed_at(tournament, failed_at)
     parsed = engine_snapshot(snapshot)
+    _check_failed_at(parsed, failed_at)
     rule = _rule_for(parsed, failed_at, site_wide_issue)
     sentence = rule_sentence(
         rule,
-        elapsed_seconds=(failed_at - tournament.starts_at).total_seconds(),
+        elapsed_seconds=(failed_at - parsed.starts_at.at).total_seconds(),
         site_wide_issue=site_wide_issue,
         entries=snapshot.entries_count,
         active=snapshot.active_count,
@@ -171,11 +173,12 @@ def record_incident(tournament, *, failed_at, cause, description, acting_user):
     snapshot = _current_snapshot(tournament)
     if tournament.frozen_at is not None:
         raise Refused(f"Tournament {tournament.external_id} is frozen: its payout was approved.")
+    parsed = engine_snapshot(snapshot)
     problems = []
     if cause not in Incident.Cause.values:
         problems.append(("cause", f"{cause!r} is not one of {', '.join(Incident.Cause.values)}"))
     try:
-        _check_failed_at(tournament, failed_at)
+        _check_failed_at(parsed, failed_at)
     except Refused as e:
         problems += e.problems
     if problems:
@@ -186,7 +189,7 @@ def record_incident(tournament, *, failed_at, cause, description, acting_user):
             f"Tournament {tournament.external_id} already has an incident that is open or "
             "cancelled; there is one incident per failure."
         )
-    rule = _rule_for(engine_snapshot(snapshot), failed_at, False)
+    rule = _rule_for(parsed, failed_at, False)
     try:
         with transaction.atomic():
             incident = Incident.objects.create(

@@ -8,20 +8,17 @@ from django.utils import timezone
 
 from refunds_admin.incidents.models import Incident
 
-from .conftest import make_tournament
+from tests.workflow_data import import_doc
 
 pytest.importorskip("refunds_admin.incidents.services", reason="needs the workflow services")
 
 
 @pytest.fixture
 def tournament(support):
-    tournament = make_tournament(support, external_id="UP-LIVE-1")
-    # Play started an hour ago, so a failure a few minutes ago is a valid one.
-    type(tournament).objects.filter(pk=tournament.pk).update(
-        starts_at=timezone.now().replace(microsecond=0) - timedelta(hours=1)
-    )
-    tournament.refresh_from_db()
-    return tournament
+    # Play started an hour ago, so a failure a few minutes ago is a valid one. Imported through
+    # the service, so the stored document and the rows agree on the start.
+    started = timezone.now().replace(microsecond=0) - timedelta(hours=1)
+    return import_doc(support, external_id="UP-LIVE-1", starts_at=started).tournament
 
 
 def _local(dt):
