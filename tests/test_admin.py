@@ -8,7 +8,7 @@ from refunds_admin.audit.models import AuditEvent
 from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.models import ApiClient, Snapshot
 
-from .workflow_data import cancelled_incident
+from .factories import cancelled_incident
 
 pytestmark = pytest.mark.django_db
 

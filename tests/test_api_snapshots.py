@@ -10,7 +10,7 @@ from django.test import Client
 from refunds_admin.tournaments.models import ApiClient, Snapshot, Tournament
 from refunds_admin.tournaments.services import create_api_client
 
-from .workflow_data import dumps, snapshot_doc
+from .factories import dumps, snapshot_doc
 
 pytestmark = pytest.mark.django_db
 URL = "/api/snapshots"

@@ -15,7 +15,7 @@ from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
 from .posting_stub import record_scheduled_postings
-from .workflow_data import cancelled_incident
+from .factories import cancelled_incident
 
 pytestmark = pytest.mark.postgres
 

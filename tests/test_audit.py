@@ -13,7 +13,7 @@ from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals import services as proposals
 
 from .posting_stub import record_scheduled_postings
-from .workflow_data import import_doc, open_incident
+from .factories import import_doc, open_incident
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from django.db import IntegrityError, connection, transaction
 from refunds_admin.bulk import insert_rows
 from refunds_admin.tournaments.models import Entry
 
-from .workflow_data import import_doc
+from .factories import import_doc
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 

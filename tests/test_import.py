@@ -15,7 +15,7 @@ from refunds_admin.incidents.models import Incident
 from refunds_admin.tournaments.models import Entry, PrizePlace, Snapshot, Tournament
 from refunds_admin.tournaments.services import export_snapshot, import_csv, import_snapshot
 
-from .workflow_data import dumps, import_doc, open_incident, snapshot_doc
+from .factories import dumps, import_doc, open_incident, snapshot_doc
 
 EXAMPLES = Path(__file__).parent / "data" / "examples"
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from refunds_admin.errors import Refused
 from refunds_admin.incidents import services
 from refunds_admin.incidents.models import Incident, RestartAttempt
 
-from .workflow_data import import_doc, open_incident
+from .factories import import_doc, open_incident
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Snapshot, Tournament
 
 from .posting_stub import _is_placeholder, record_scheduled_postings
-from .workflow_data import cancelled_incident, import_doc, open_incident, snapshot_doc
+from .factories import cancelled_incident, import_doc, open_incident, snapshot_doc
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from refunds_admin.tournaments.services import import_csv
 
 from .posting_stub import record_scheduled_postings
 from .test_import import ENTRIES_CSV, PRIZES_CSV, _fields
-from .workflow_data import cancelled_incident, import_doc, open_incident
+from .factories import cancelled_incident, import_doc, open_incident
 
 pytestmark = pytest.mark.django_db
 

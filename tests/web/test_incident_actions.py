@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from refunds_admin.incidents.models import Incident
-from tests.workflow_data import import_doc
+from tests.factories import import_doc
 
 pytest.importorskip("refunds_admin.incidents.services", reason="needs the workflow services")
 

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from refunds_admin.proposals.services import prepare_proposal
 from refunds_admin.web import queries
-from tests.workflow_data import cancelled_incident
+from tests.factories import cancelled_incident
 
 from .conftest import make_incident, make_proposal, make_tournament
 

@@ -1,4 +1,5 @@
-"""Small snapshots and workflow steps for the workflow tests (import, incidents, proposals).
+"""The one way tests build data: through the services the app uses (import_snapshot,
+record_incident, prepare/submit/approve_proposal), so stored documents and rows always agree.
 
 The standard tournament: 10 entries, 4 of them still active (chips 40,000 / 30,000 / 20,000 /
 10,000), 3 paid places (500 / 300 / 200 USD), buy-in 30 + fee 3. Failing an hour after the start
@@ -11,6 +12,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from refunds_admin.incidents import services as incidents
+from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.models import Snapshot
 from refunds_admin.tournaments.services import import_snapshot
 
@@ -85,3 +87,20 @@ def cancelled_incident(user, **kwargs):
     """Failed 40 minutes ago, not resumed: cancelled by the system when the window passed."""
     incident = open_incident(user, failed_ago=timedelta(minutes=40), **kwargs)
     return incidents.cancel_after_window(incident, acting_user=None)
+
+
+def draft_proposal(preparer, **kwargs):
+    """A draft prepared by `preparer` (support) for a cancelled incident."""
+    return proposals.prepare_proposal(cancelled_incident(preparer, **kwargs), acting_user=preparer)
+
+
+def submitted_proposal(preparer, **kwargs):
+    return proposals.submit_proposal(draft_proposal(preparer, **kwargs), acting_user=preparer)
+
+
+def approved_proposal(preparer, approver, **kwargs):
+    """Approved by a second person (a manager), quoting the fingerprint; schedules posting."""
+    proposal = submitted_proposal(preparer, **kwargs)
+    return proposals.approve_proposal(
+        proposal, acting_user=approver, fingerprint=proposal.fingerprint
+    )
