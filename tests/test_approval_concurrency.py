@@ -14,8 +14,8 @@ from refunds_admin.proposals import services
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
-from .posting_stub import record_scheduled_postings
 from .factories import cancelled_incident
+from .posting_stub import record_scheduled_postings
 
 pytestmark = pytest.mark.postgres
 

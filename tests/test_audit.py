@@ -12,8 +12,8 @@ from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals import services as proposals
 
-from .posting_stub import record_scheduled_postings
 from .factories import import_doc, open_incident
+from .posting_stub import record_scheduled_postings
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from refunds_admin.proposals import services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Snapshot, Tournament
 
-from .posting_stub import _is_placeholder, record_scheduled_postings
 from .factories import cancelled_incident, import_doc, open_incident, snapshot_doc
+from .posting_stub import _is_placeholder, record_scheduled_postings
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,9 @@ from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.services import import_csv
 
+from .factories import cancelled_incident, import_doc, open_incident
 from .posting_stub import record_scheduled_postings
 from .test_import import ENTRIES_CSV, PRIZES_CSV, _fields
-from .factories import cancelled_incident, import_doc, open_incident
 
 pytestmark = pytest.mark.django_db
 
