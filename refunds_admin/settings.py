@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "refunds_admin.audit",
     "refunds_admin.tournaments",
     "refunds_admin.incidents",
+    "refunds_admin.outages",
     "refunds_admin.proposals",
     "refunds_admin.ledger",
     "refunds_admin.web",
