@@ -14,6 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from refunds_admin.errors import Refused
+from refunds_admin.incidents.models import Incident
 from refunds_admin.tournaments.api import _bearer_token, _error
 from refunds_admin.tournaments.services import authenticate_api_client
 
@@ -47,6 +48,8 @@ def _parse(body):
     cause = data.get("cause")
     if not isinstance(cause, str):
         problems.append(("cause", "is required"))
+    elif cause not in Incident.Cause.values:
+        problems.append(("cause", f"{cause!r} is not one of {', '.join(Incident.Cause.values)}"))
     ids = data.get("external_ids")
     if isinstance(ids, list) and len(ids) > MAX_TOURNAMENTS:
         problems.append(("external_ids", f"at most {MAX_TOURNAMENTS} tournaments per outage"))
