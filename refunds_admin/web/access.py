@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404
 
 from refunds_admin.accounts.roles import CAN_READ, has_role
 from refunds_admin.incidents.models import Incident
+from refunds_admin.outages.models import Outage
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
@@ -55,3 +56,9 @@ def get_proposal_for(request, pk):
         ),
         pk=pk,
     )
+
+
+def get_outage_for(request, pk):
+    if not has_role(request.user, CAN_READ):
+        raise PermissionDenied
+    return get_object_or_404(Outage.objects.select_related("recorded_by"), pk=pk)
