@@ -147,7 +147,7 @@ def record_outage(*, failed_at, cause, description, tournaments, acting_user, pe
     """
     require_role(acting_user, CAN_PREPARE, "record outages")
     problems = _check_outage_fields(failed_at, cause)
-    unique = list({t.pk: t for t in tournaments or []}.values())
+    unique = sorted({t.pk: t for t in tournaments or []}.values(), key=lambda t: t.external_id)
     if not unique:
         problems.append(("tournaments", "choose at least one affected tournament"))
     if problems:
