@@ -174,6 +174,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": 3600,
 }
 CELERY_TASK_PUBLISH_RETRY = False
+# An outage's batch prepare job without a heartbeat for this long is taken to be dead (its worker
+# was killed) and is continued by the next delivery or by starting it again.
+OUTAGE_PREPARE_STALE_AFTER = env_int("OUTAGE_PREPARE_STALE_AFTER", 300)
 CELERY_BEAT_SCHEDULE = {
     "sweep-unposted-proposals": {"task": "ledger.sweep_unposted", "schedule": 60.0},
     "flag-overdue-incidents": {"task": "incidents.flag_overdue", "schedule": 60.0},

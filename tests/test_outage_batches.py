@@ -289,3 +289,15 @@ def test_adding_a_tournament_keeps_the_batch_idempotent(support, manager):
     run = batches.start_prepare(o, acting_user=support)
     batches.run_prepare(run.pk)
     assert _outcomes(o)["LATE"] == "prepared"
+
+
+def test_a_run_whose_worker_died_is_continued_not_run_twice(support, settings):
+    o = cancelled_outage(support)
+    run = batches.start_prepare(o, acting_user=support)
+    assert batches._claim(run.pk)  # a worker claimed it ... and was killed before any result
+    # Still fresh: a second delivery leaves it to the (possibly living) worker.
+    assert batches.run_prepare(run.pk) == "running"
+    assert batches.start_prepare(o, acting_user=support) == run  # one run at a time
+    settings.OUTAGE_PREPARE_STALE_AFTER = 0  # its heartbeat is now too old: taken to be dead
+    assert batches.run_prepare(run.pk) == "done"
+    assert _outcomes(o) == {"OUT-1": "prepared", "OUT-2": "prepared", "OUT-3": "prepared"}

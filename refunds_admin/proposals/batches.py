@@ -15,11 +15,14 @@ import hashlib
 import logging
 import time
 from collections import defaultdict
+from datetime import timedelta
 from functools import partial
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
@@ -69,6 +72,11 @@ def start_prepare(outage, *, acting_user):
     outage = Outage.objects.select_for_update().get(pk=outage.pk)
     running = outage.prepare_runs.filter(state__in=[RunState.QUEUED, RunState.RUNNING]).first()
     if running is not None:
+        if running.state == RunState.QUEUED or (
+            running.heartbeat_at and running.heartbeat_at <= _stale_cutoff()
+        ):
+            # Its message may be lost or its worker dead: queue it again (claiming is safe).
+            transaction.on_commit(partial(kick_prepare, running.pk))
         return running
     total = incidents_of(outage).count()
     if not total:
@@ -98,11 +106,21 @@ def kick_prepare(run_id):
         )
 
 
+def _stale_cutoff():
+    """A running job without a heartbeat since then is taken to be dead (its worker was killed):
+    the next delivery of its message, or starting the batch prepare again, continues it."""
+    return timezone.now() - timedelta(seconds=settings.OUTAGE_PREPARE_STALE_AFTER)
+
+
 def _claim(run_id):
-    """Compare-and-set queued -> running: a message delivered twice runs once."""
+    """Compare-and-set queued -> running (or a dead run -> running again): a message delivered
+    twice runs once, and a run whose worker died is continued where it stopped."""
     now = timezone.now()
-    changed = OutagePrepareRun.objects.filter(pk=run_id, state=RunState.QUEUED).update(
-        state=RunState.RUNNING, started_at=now
+    changed = OutagePrepareRun.objects.filter(
+        Q(state=RunState.QUEUED) | Q(state=RunState.RUNNING, heartbeat_at__lte=_stale_cutoff()),
+        pk=run_id,
+    ).update(
+        state=RunState.RUNNING, started_at=Coalesce("started_at", Value(now)), heartbeat_at=now
     )
     return changed == 1
 
@@ -158,7 +176,9 @@ def run_prepare(run_id):
                     problems=problems,
                     seconds=round(time.perf_counter() - started, 3),
                 )
-                OutagePrepareRun.objects.filter(pk=run.pk).update(done=F("done") + 1)
+                OutagePrepareRun.objects.filter(pk=run.pk).update(
+                    done=F("done") + 1, heartbeat_at=timezone.now()
+                )
     except Exception as exc:
         OutagePrepareRun.objects.filter(pk=run.pk).update(
             state=RunState.FAILED, finished_at=timezone.now(), last_error=str(exc)[:2000]

@@ -178,6 +178,9 @@ class OutagePrepareRun(models.Model):
     )
     requested_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the job (after each tournament)."
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
 
