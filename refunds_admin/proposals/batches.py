@@ -153,43 +153,104 @@ def _prepare_one(incident, user):
     return Outcome.PREPARED, live, message, []
 
 
+# Per tournament, the fixed cost of preparing and submitting (queries, audit events) weighs about
+# as much as this many lines; used to share the tournaments fairly between the parts of a run.
+_TOURNAMENT_WEIGHT = 1500
+
+
+def _split(incidents, parts):
+    """Share the incidents between `parts` lists of about equal work (lines plus a fixed cost
+    per tournament), the biggest first, so that two 100k-entry tournaments land apart."""
+    loads = [[0, i, []] for i in range(parts)]
+    weighted = sorted(
+        incidents,
+        key=lambda i: (
+            -(i.tournament.current_snapshot.entries_count if i.tournament.current_snapshot else 0)
+        ),
+    )
+    for incident in weighted:
+        snapshot = incident.tournament.current_snapshot
+        load = min(loads)
+        load[0] += (snapshot.entries_count if snapshot else 0) + _TOURNAMENT_WEIGHT
+        load[2].append(incident.pk)
+    return [ids for _, _, ids in loads if ids]
+
+
 def run_prepare(run_id):
     """What the Celery job runs: prepare (and submit) every tournament's proposal, recording a
     result per tournament and the progress after each. Idempotent: a run already claimed or
-    finished is left alone, and only missing or stale proposals are prepared."""
+    finished is left alone, and only missing or stale proposals are prepared.
+
+    With a worker (not in-process), the tournaments are shared between
+    OUTAGE_PREPARE_PARTS parts: this job works through the first and queues the others as
+    `proposals.prepare_outage_part`, so several worker processes prepare at once; whichever part
+    finishes last marks the run done."""
     if not _claim(run_id):
         return OutagePrepareRun.objects.get(pk=run_id).state
+    run = OutagePrepareRun.objects.select_related("outage").get(pk=run_id)
+    members = list(incidents_of(run.outage).select_related("tournament__current_snapshot"))
+    # Tournaments added to the outage since the run was queued count too.
+    OutagePrepareRun.objects.filter(pk=run.pk).update(total=len(members))
+    done = set(run.results.values_list("incident_id", flat=True))
+    remaining = [i for i in members if i.pk not in done]
+    parts = 1 if settings.CELERY_TASK_ALWAYS_EAGER else max(1, settings.OUTAGE_PREPARE_PARTS)
+    split = _split(remaining, parts) if remaining else [[]]
+    if len(split) > 1:
+        from .tasks import prepare_outage_part
+
+        for ids in split[1:]:
+            prepare_outage_part.delay(run_id, ids)
+    return run_prepare_part(run_id, split[0])
+
+
+def run_prepare_part(run_id, incident_ids):
+    """Prepare the given tournaments of a run (one part), then finish the run if it is complete."""
     run = OutagePrepareRun.objects.select_related("outage", "requested_by").get(pk=run_id)
+    if run.state != RunState.RUNNING:
+        return run.state
+    incidents = Incident.objects.select_related("tournament").in_bulk(incident_ids)
     try:
-        for incident in incidents_of(run.outage):
+        for pk in incident_ids:
+            incident = incidents[pk]
             if OutagePrepareResult.objects.filter(run=run, incident=incident).exists():
                 continue
             started = time.perf_counter()
             outcome, proposal, message, problems = _prepare_one(incident, run.requested_by)
-            with transaction.atomic():
-                OutagePrepareResult.objects.create(
-                    run=run,
-                    incident=incident,
-                    outcome=outcome,
-                    proposal=proposal,
-                    message=message,
-                    problems=problems,
-                    seconds=round(time.perf_counter() - started, 3),
-                )
-                OutagePrepareRun.objects.filter(pk=run.pk).update(
-                    done=F("done") + 1, heartbeat_at=timezone.now()
-                )
+            try:
+                with transaction.atomic():
+                    OutagePrepareResult.objects.create(
+                        run=run,
+                        incident=incident,
+                        outcome=outcome,
+                        proposal=proposal,
+                        message=message,
+                        problems=problems,
+                        seconds=round(time.perf_counter() - started, 3),
+                    )
+                    OutagePrepareRun.objects.filter(pk=run.pk).update(
+                        done=F("done") + 1, heartbeat_at=timezone.now()
+                    )
+            except IntegrityError:
+                # A run taken for dead was still alive and got here first: its result stands.
+                continue
     except Exception as exc:
-        OutagePrepareRun.objects.filter(pk=run.pk).update(
+        OutagePrepareRun.objects.filter(pk=run.pk, state=RunState.RUNNING).update(
             state=RunState.FAILED, finished_at=timezone.now(), last_error=str(exc)[:2000]
         )
         raise
-    counts = dict(
-        run.results.values_list("outcome").annotate(n=Count("pk")).values_list("outcome", "n")
-    )
+    return _finish_if_complete(run)
+
+
+def _finish_if_complete(run):
+    """The part that records the last result marks the run done (compare-and-set, once)."""
     with transaction.atomic():
-        OutagePrepareRun.objects.filter(pk=run.pk).update(
-            state=RunState.DONE, finished_at=timezone.now()
+        changed = OutagePrepareRun.objects.filter(
+            pk=run.pk, state=RunState.RUNNING, done__gte=F("total")
+        ).update(state=RunState.DONE, finished_at=timezone.now())
+        if not changed:
+            return OutagePrepareRun.objects.get(pk=run.pk).state
+        counts = dict(
+            run.results.values_list("outcome").annotate(n=Count("pk")).values_list("outcome", "n")
         )
         record(
             "outage.prepared",

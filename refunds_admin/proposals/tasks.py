@@ -9,3 +9,9 @@ from . import batches
 def prepare_outage(run_id):
     """Prepare every proposal of an outage (one batch prepare run). Safe to deliver twice."""
     return batches.run_prepare(run_id)
+
+
+@shared_task(name="proposals.prepare_outage_part", acks_late=True)
+def prepare_outage_part(run_id, incident_ids):
+    """One part of a batch prepare run, on another worker process. Safe to deliver twice."""
+    return batches.run_prepare_part(run_id, incident_ids)
