@@ -286,10 +286,25 @@ def prepare_progress(outage):
 # --------------------------------------------------------------------------------------------
 
 
+# What the review page reads of each proposal (not the summary, nor the users' other fields).
+_REVIEW_FIELDS = (
+    "version", "status", "rule", "currency", "total_cents", "lines_count", "warnings",
+    "fingerprint", "prepared_by_id", "submitted_by_id", "incident_id",
+    "incident__tournament__external_id", "incident__tournament__name",
+    "prepared_by__username", "submitted_by__username",
+)  # fmt: skip
+
+
 def review(outage, only=None):
     """Every live proposal of the outage (or only those with ids in `only`) as review rows,
     with the totals per currency and the outage fingerprint over the approvable ones."""
-    proposals = live_proposals(outage)
+    proposals = (
+        PayoutProposal.objects.filter(incident__outage_membership__outage=outage)
+        .exclude(status=Status.REJECTED)
+        .select_related("incident__tournament", "prepared_by", "submitted_by")
+        .only(*_REVIEW_FIELDS)
+        .order_by("incident__tournament__external_id", "pk")
+    )
     if only:
         proposals = proposals.filter(pk__in=only)
     proposals = list(proposals)

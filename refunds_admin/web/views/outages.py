@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -19,6 +20,7 @@ from refunds_admin.incidents.models import Incident
 from refunds_admin.outages import services as outage_services
 from refunds_admin.outages.models import Outage
 from refunds_admin.proposals import batches
+from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.reports import outages as outage_reports
 
 from ..access import get_outage_for, role_required
@@ -30,7 +32,7 @@ from ..forms import (
     OutageResumedForm,
     ReasonForm,
 )
-from ..money import plain_amount
+from ..money import format_money, plain_amount
 
 CANDIDATES_SHOWN = 500
 
@@ -365,12 +367,50 @@ def outage_review(request, pk):
         "outage": outage,
         "only": only,
         **data,
+        "display_rows": _review_display(data["rows"]),
         "own": own,
         "may_approve": bool(data["approvable"]) and has_role(user, CAN_DECIDE) and not own,
         "approve_form": approve_form,
         "refused": refused,
     }
     return render(request, "web/outage_review.html", context, status=status)
+
+
+_STATUS_LABELS = dict(PayoutProposal.Status.choices)
+_RULE_LABELS = {
+    "full_refund": "Rule 1: full refund",
+    "in_the_money": "Rule 2: in the money",
+    "not_in_the_money": "Rule 2: not yet in the money",
+}
+
+
+def _review_display(rows):
+    """The review rows with their numbers already formatted and links built: 200 proposals x
+    a dozen template filters cost more than the queries, and the page has 100 ms."""
+    url = reverse("proposal_detail", args=[0]).replace("/0/", "/{}/")
+    display = []
+    for row in rows:
+        p = row["proposal"]
+        display.append(
+            {
+                "pk": p.pk,
+                "url": url.format(p.pk),
+                "version": p.version,
+                "status": p.status,
+                "status_label": _STATUS_LABELS.get(p.status, p.status),
+                "external_id": row["tournament"].external_id,
+                "name": row["tournament"].name,
+                "rule": _RULE_LABELS.get(p.rule, p.rule),
+                "entries": f"{p.lines_count:,}",
+                "capped": f"{row['capped']:,}",
+                "is_capped": bool(row["capped"]),
+                "total": f"{p.currency} {format_money(p.total_cents)}",
+                "warnings": p.warnings,
+                "prepared_by": p.prepared_by.username,
+                "submitted_by": p.submitted_by.username if p.submitted_by_id else "—",
+            }
+        )
+    return display
 
 
 # --------------------------------------------------------------------------------------------
