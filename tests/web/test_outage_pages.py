@@ -202,3 +202,39 @@ def test_the_outage_list_and_the_nav_link(client, support):
     login(client, support)
     page = client.get("/outages/").content.decode()
     assert f"/outages/{o.pk}/" in page and 'href="/outages/"' in page
+
+
+def test_support_marks_some_tournaments_resumed_and_adds_one_found_later(client, support):
+    o = outage(support, failed_ago=timedelta(minutes=5))
+    first = o.members.order_by("id").first().incident
+    late = import_doc(support, external_id="FOUND-LATER").tournament
+    login(client, support)
+    page = client.get(f"/outages/{o.pk}/").content.decode()
+    assert "FOUND-LATER" in page  # offered in "add a tournament found later"
+    response = client.post(
+        f"/outages/{o.pk}/resumed/",
+        {"resumed_at": _local(timezone.now() - timedelta(minutes=1)), "incidents": [first.pk]},
+    )
+    assert response.status_code == 302
+    first.refresh_from_db()
+    assert first.status == "resumed"
+    assert client.post(f"/outages/{o.pk}/add/", {"tournament": late.pk}).status_code == 302
+    assert o.members.count() == 4
+
+
+def test_a_manager_confirms_the_site_wide_finding_once_from_the_page(client, support, manager):
+    o = outage(support)
+    login(client, manager)
+    client.post(f"/outages/{o.pk}/site-wide/", {"justification": "DC1 down for two hours"})
+    o.refresh_from_db()
+    assert o.site_wide_issue
+    page = client.get(f"/outages/{o.pk}/").content.decode()
+    assert "Rule 1: full refund" in page and 'id="site-wide-form"' not in page
+
+
+def test_the_incident_page_names_its_outage(client, support):
+    o = outage(support)
+    incident = o.members.first().incident
+    login(client, support)
+    page = client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert f'href="/outages/{o.pk}/"' in page
