@@ -289,8 +289,10 @@ def prepare_progress(outage):
 # What the review page reads of each proposal (not the summary, nor the users' other fields).
 _REVIEW_FIELDS = (
     "version", "status", "rule", "currency", "total_cents", "lines_count", "warnings",
-    "fingerprint", "prepared_by_id", "submitted_by_id", "incident_id",
+    "fingerprint", "prepared_by_id", "submitted_by_id", "incident_id", "snapshot_id",
+    "failed_at", "site_wide_issue", "incident__failed_at", "incident__site_wide_issue",
     "incident__tournament__external_id", "incident__tournament__name",
+    "incident__tournament__current_snapshot_id",
     "prepared_by__username", "submitted_by__username",
 )  # fmt: skip
 
@@ -319,7 +321,15 @@ def review(outage, only=None):
     rows = []
     for p in proposals:
         rows.append(
-            {"proposal": p, "tournament": p.incident.tournament, "capped": capped.get(p.pk, 0)}
+            {
+                "proposal": p,
+                "tournament": p.incident.tournament,
+                "capped": capped.get(p.pk, 0),
+                # Shown before approving: a stale proposal would refuse the whole batch.
+                "stale": services._stale_reasons(p, p.incident, p.incident.tournament)
+                if p.status in (Status.DRAFT, Status.SUBMITTED)
+                else [],
+            }
         )
         total = totals[p.currency]
         total["cents"] += p.total_cents

@@ -238,3 +238,18 @@ def test_the_incident_page_names_its_outage(client, support):
     login(client, support)
     page = client.get(f"/incidents/{incident.pk}/").content.decode()
     assert f'href="/outages/{o.pk}/"' in page
+
+
+def test_the_review_page_flags_a_stale_proposal_before_approval(client, support, manager):
+    from refunds_admin.tournaments.services import import_snapshot
+    from tests.factories import dumps
+
+    o = prepared_outage(support)
+    import_snapshot(
+        dumps(snapshot_doc("OUT-2", active_chips=[60_000, 20_000, 15_000, 5_000])).encode(),
+        acting_user=support,
+        source="upload",
+    )
+    login(client, manager)
+    page = client.get(f"/outages/{o.pk}/review/").content.decode()
+    assert page.count('class="error stale"') == 1 and "re-imported" in page

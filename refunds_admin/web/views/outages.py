@@ -43,14 +43,12 @@ def _now_local():
 
 @role_required(CAN_READ)
 def outage_list(request):
-    outages = Outage.objects.select_related("recorded_by").order_by("-failed_at", "-id")[:100]
-    counts = {
-        row["outage_membership__outage"]: row
-        for row in Incident.objects.filter(outage_membership__outage__in=outages)
-        .values("outage_membership__outage")
-        .annotate(n=Count("pk"))
-    }
-    rows = [(o, counts.get(o.pk, {}).get("n", 0)) for o in outages]
+    outages = (
+        Outage.objects.select_related("recorded_by")
+        .annotate(tournaments=Count("members"))
+        .order_by("-failed_at", "-id")[:100]
+    )
+    rows = [(o, o.tournaments) for o in outages]
     return render(request, "web/outage_list.html", {"rows": rows})
 
 
@@ -406,6 +404,7 @@ def _review_display(rows):
                 "is_capped": bool(row["capped"]),
                 "total": f"{p.currency} {format_money(p.total_cents)}",
                 "warnings": p.warnings,
+                "stale": row["stale"],
                 "prepared_by": p.prepared_by.username,
                 "submitted_by": p.submitted_by.username if p.submitted_by_id else "—",
             }
