@@ -301,3 +301,18 @@ def test_a_run_whose_worker_died_is_continued_not_run_twice(support, settings):
     settings.OUTAGE_PREPARE_STALE_AFTER = 0  # its heartbeat is now too old: taken to be dead
     assert batches.run_prepare(run.pk) == "done"
     assert _outcomes(o) == {"OUT-1": "prepared", "OUT-2": "prepared", "OUT-3": "prepared"}
+
+
+def test_the_tournaments_are_shared_fairly_between_the_parts_of_a_run(support):
+    big = {"active_chips": [1_000] * 2_000, "eliminated": 0}
+    o = cancelled_outage(
+        support,
+        external_ids=("BIG-1", "BIG-2", "S-1", "S-2", "S-3", "S-4"),
+        docs={"BIG-1": big, "BIG-2": big},
+    )
+    incidents = list(outages.incidents_of(o).select_related("tournament__current_snapshot"))
+    parts = batches._split(incidents, 2)
+    names = [{i.tournament.external_id for i in incidents if i.pk in part} for part in parts]
+    assert len(parts) == 2
+    assert all(len(n & {"BIG-1", "BIG-2"}) == 1 for n in names)  # the two big ones apart
+    assert sorted(len(n) for n in names) == [3, 3]

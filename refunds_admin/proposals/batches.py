@@ -176,13 +176,13 @@ def _split(incidents, parts):
     return [ids for _, _, ids in loads if ids]
 
 
-def run_prepare(run_id):
+def run_prepare(run_id, *, parts=1):
     """What the Celery job runs: prepare (and submit) every tournament's proposal, recording a
     result per tournament and the progress after each. Idempotent: a run already claimed or
     finished is left alone, and only missing or stale proposals are prepared.
 
-    With a worker (not in-process), the tournaments are shared between
-    OUTAGE_PREPARE_PARTS parts: this job works through the first and queues the others as
+    With `parts` > 1 (the task on a worker passes OUTAGE_PREPARE_PARTS), the tournaments are
+    shared between that many parts: this job works through the first and queues the others as
     `proposals.prepare_outage_part`, so several worker processes prepare at once; whichever part
     finishes last marks the run done."""
     if not _claim(run_id):
@@ -193,8 +193,7 @@ def run_prepare(run_id):
     OutagePrepareRun.objects.filter(pk=run.pk).update(total=len(members))
     done = set(run.results.values_list("incident_id", flat=True))
     remaining = [i for i in members if i.pk not in done]
-    parts = 1 if settings.CELERY_TASK_ALWAYS_EAGER else max(1, settings.OUTAGE_PREPARE_PARTS)
-    split = _split(remaining, parts) if remaining else [[]]
+    split = _split(remaining, max(1, parts)) if remaining else [[]]
     if len(split) > 1:
         from .tasks import prepare_outage_part
 
