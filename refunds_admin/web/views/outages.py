@@ -158,8 +158,6 @@ def _detail_context(request, outage):
         "in_window": now <= outage.deadline,
         "events": events,
         "prepare": batches.prepare_progress(outage),
-        "has_approved": any(p.status not in ("draft", "submitted") for p in proposals.values()),
-        "has_submitted": any(p.status == "submitted" for p in proposals.values()),
         "may_mark_resumed": bool(open_) and has_role(user, CAN_PREPARE),
         "may_declare": bool(open_) and has_role(user, CAN_DECIDE),
         "may_cancel_rest": bool(open_) and now > outage.deadline and has_role(user, CAN_PREPARE),
