@@ -18,6 +18,7 @@ from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
 from refunds_admin.payouts import select_rule
+from refunds_admin.tournaments import services as tournaments
 from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import engine_snapshot
 
@@ -147,6 +148,56 @@ def store_rule(incident, parsed, *, acting_user, why):
             reason=why,
         )
     return rule
+
+
+# --------------------------------------------------------------------------------------------
+# Snapshot imports that keep the live incident in step
+# --------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def import_snapshot(raw, *, acting_user, source):
+    """`tournaments.services.import_snapshot`, then the tournament's live incident is kept true
+    to the new version (see `_follow_new_snapshot`). Views, the API and commands call this one."""
+    snapshot = tournaments.import_snapshot(raw, acting_user=acting_user, source=source)
+    return _follow_new_snapshot(snapshot, acting_user)
+
+
+@transaction.atomic
+def import_csv(entries_csv, prizes_csv, fields, *, acting_user):
+    """`tournaments.services.import_csv`, then the live incident follows as for a JSON import."""
+    snapshot = tournaments.import_csv(entries_csv, prizes_csv, fields, acting_user=acting_user)
+    return _follow_new_snapshot(snapshot, acting_user)
+
+
+def _follow_new_snapshot(snapshot, acting_user):
+    """A new snapshot may change the start, the active entries or the paid places. A version
+    that starts after the recorded failure is refused (the whole import rolls back with it);
+    otherwise the live incident's rule is recomputed so that it describes the current snapshot."""
+    incident = (
+        Incident.objects.select_for_update()
+        .filter(
+            tournament_id=snapshot.tournament_id,
+            status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED],
+        )
+        .first()
+    )
+    if incident is None:
+        return snapshot
+    parsed = engine_snapshot(snapshot)
+    if incident.failed_at < parsed.starts_at.at:
+        raise Refused(
+            "The new snapshot starts after the recorded failure; nothing was imported.",
+            problems=[
+                (
+                    "tournament.starts_at",
+                    f"{parsed.starts_at.at.isoformat()} is after the incident's failed_at "
+                    f"{incident.failed_at.isoformat()}",
+                )
+            ],
+        )
+    store_rule(incident, parsed, acting_user=acting_user, why="snapshot re-imported")
+    return snapshot
 
 
 # --------------------------------------------------------------------------------------------

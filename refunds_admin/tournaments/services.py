@@ -102,7 +102,9 @@ def import_snapshot(raw, *, acting_user, source):
     `acting_user` needs the support or manager role (None: the system, e.g. the command line).
     `raw` is the document as received (bytes or str; it is stored byte for byte with its
     SHA-256). Importing the `external_id` of a known tournament adds a snapshot version (the
-    incident may still be open while the platform sends a better snapshot); once a proposal was
+    incident may still be open while the platform sends a better snapshot: views, the API and
+    commands call `incidents.services.import_snapshot`, which keeps that incident's rule in
+    step with the new version); once a proposal was
     approved the tournament is frozen and a re-import is refused. Importing exactly the document
     of the current version again changes nothing and returns that version, so that a retried API
     call does not pile up identical versions.
@@ -149,7 +151,6 @@ def _store(parsed, text, sha256, *, acting_user, source):
         previous = tournament.current_snapshot
         if previous is not None and previous.sha256 == sha256:
             return previous
-        _check_live_incident_still_fits(tournament, parsed)
         for name, value in fields.items():
             setattr(tournament, name, value)
 
@@ -179,7 +180,9 @@ def _store(parsed, text, sha256, *, acting_user, source):
     tournament.current_snapshot = snapshot
     tournament.save()
     # The rule preview and the proposal that usually follow need the parsed snapshot: keep it.
-    transaction.on_commit(lambda: _remember((snapshot.pk, sha256), parsed))
+    # Safe even if this transaction rolls back: the key holds the document's SHA-256, and the
+    # parsed form is a function of the document alone.
+    _remember((snapshot.pk, sha256), parsed)
 
     record(
         "snapshot.imported",
@@ -197,43 +200,7 @@ def _store(parsed, text, sha256, *, acting_user, source):
             "active": active,
         },
     )
-    _refresh_live_incident_rule(tournament, parsed, acting_user)
     return snapshot
-
-
-def _live_incident(tournament):
-    from refunds_admin.incidents.models import Incident
-
-    return (
-        Incident.objects.select_for_update()
-        .filter(tournament=tournament, status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED])
-        .first()
-    )
-
-
-def _check_live_incident_still_fits(tournament, parsed):
-    incident = _live_incident(tournament)
-    if incident is not None and incident.failed_at < parsed.starts_at.at:
-        raise Refused(
-            "The new snapshot starts after the recorded failure; nothing was imported.",
-            problems=[
-                (
-                    "tournament.starts_at",
-                    f"{parsed.starts_at.at.isoformat()} is after the incident's failed_at "
-                    f"{incident.failed_at.isoformat()}",
-                )
-            ],
-        )
-
-
-def _refresh_live_incident_rule(tournament, parsed, acting_user):
-    """A new snapshot may change the start, the active entries or the paid places: the rule the
-    live incident shows is recomputed so that it always describes the current snapshot."""
-    from refunds_admin.incidents.services import store_rule
-
-    incident = _live_incident(tournament)
-    if incident is not None:
-        store_rule(incident, parsed, acting_user=acting_user, why="snapshot re-imported")
 
 
 ENTRY_COLUMNS_IN_DB = (

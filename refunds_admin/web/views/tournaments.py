@@ -5,7 +5,7 @@ from django.views.decorators.http import require_http_methods
 
 from refunds_admin.accounts.roles import CAN_PREPARE, CAN_READ
 from refunds_admin.errors import Refused
-from refunds_admin.tournaments import services as tournament_services
+from refunds_admin.incidents import services as incident_services
 from refunds_admin.tournaments.models import Snapshot, Tournament
 
 from .. import queries
@@ -86,7 +86,7 @@ def tournament_import(request):
             if kind == "csv":
                 csv_form = CsvImportForm(request.POST, request.FILES)
                 if csv_form.is_valid():
-                    snapshot = tournament_services.import_csv(
+                    snapshot = incident_services.import_csv(
                         csv_form.cleaned_data["entries_csv"].read(),
                         csv_form.cleaned_data["prizes_csv"].read(),
                         csv_form.tournament_fields(),
@@ -96,7 +96,7 @@ def tournament_import(request):
             else:
                 upload_form = SnapshotUploadForm(request.POST, request.FILES)
                 if upload_form.is_valid():
-                    snapshot = tournament_services.import_snapshot(
+                    snapshot = incident_services.import_snapshot(
                         upload_form.cleaned_data["file"].read(),
                         acting_user=request.user,
                         source=Snapshot.Source.UPLOAD,
