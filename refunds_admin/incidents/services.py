@@ -17,18 +17,13 @@ from django.utils import timezone
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
-from refunds_admin.payouts import select_rule
+from refunds_admin.payouts import FULL_REFUND, IN_THE_MONEY, select_rule
+from refunds_admin.payouts.labels import RULE_TEXT
 from refunds_admin.tournaments import services as tournaments
 from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import engine_snapshot
 
 from .models import RESUME_WINDOW, Incident, RestartAttempt
-
-RULE_WORDS = {
-    "full_refund": "full refund of buy-in and fee",
-    "in_the_money": "next prize plus chip equity, and the fee refunded",
-    "not_in_the_money": "buy-in refunded plus chip equity, and the fee refunded",
-}
 
 
 class RulePreview(NamedTuple):
@@ -93,17 +88,14 @@ def rule_sentence(rule, *, elapsed_seconds, site_wide_issue, entries, active, pa
     """The sentence shown beside the incident form, e.g. "failed 14 min after start: full refund
     of buy-in and fee to all 1,000 entries"."""
     when = f"failed {_elapsed_words(elapsed_seconds)} after start"
-    if rule == "full_refund":
+    payout = RULE_TEXT[rule].payout
+    if rule == FULL_REFUND:
         why = "site-wide issues confirmed, " + when if site_wide_issue else when
-        return f"{why}: full refund of buy-in and fee to all {entries:,} entries"
-    if rule == "in_the_money":
-        return (
-            f"{when} with {active:,} entries left, within the {paid_places:,} paid places: "
-            f"next prize plus chip equity, and the fee refunded, to the {active:,} active entries"
-        )
+        return f"{why}: {payout} to all {entries:,} entries"
+    places = "within the" if rule == IN_THE_MONEY else "more than the"
     return (
-        f"{when} with {active:,} entries left, more than the {paid_places:,} paid places: "
-        f"buy-in refunded plus chip equity, and the fee refunded, to the {active:,} active entries"
+        f"{when} with {active:,} entries left, {places} {paid_places:,} paid places: "
+        f"{payout}, to the {active:,} active entries"
     )
 
 

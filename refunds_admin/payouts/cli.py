@@ -9,11 +9,10 @@ import argparse
 import gc
 import json
 import sys
-from itertools import repeat
 from json.encoder import encode_basestring
 
 from ._gc import paused_gc
-from .money import format_cents
+from .money import format_cents, format_cents_column
 from .rules import compute_proposal
 from .snapshot import SnapshotError, parse_snapshot
 from .statement import explain
@@ -104,8 +103,8 @@ def _write_proposal_json(proposal, out, fingerprint):
             map(
                 _LINE.format,
                 map(encode_basestring, ids), map(encode_basestring, players), statuses, chips,
-                map(amounts.__getitem__, b), map(amounts.__getitem__, n), _cents_text(c),
-                map(amounts.__getitem__, f), _cents_text(t),
+                map(amounts.__getitem__, b), map(amounts.__getitem__, n), format_cents_column(c),
+                map(amounts.__getitem__, f), format_cents_column(t),
                 map(_BOOL.__getitem__, capped),
             )
         )  # fmt: skip
@@ -119,11 +118,6 @@ _LINE = (
     '"next_prize": "{}", "chip_equity": "{}", "fee_refund": "{}", "total": "{}", "capped": {}}}'
 )
 _BOOL = {True: "true", False: "false"}
-
-
-def _cents_text(column):
-    """Cents -> "815.33" for a column of mostly different amounts, in C (map, divmod, %)."""
-    return map("%d.%02d".__mod__, map(divmod, column, repeat(100)))
 
 
 class _CentsText(dict):

@@ -3,6 +3,7 @@
 and the text sent to players all use it.
 """
 
+from .labels import rule_label
 from .money import display
 from .rules import FULL_REFUND, IN_THE_MONEY
 from .snapshot import ACTIVE
@@ -20,6 +21,7 @@ def statement_lines(proposal, entry_id):
     out = [
         (f"Tournament {proposal.external_id} {proposal.name}".rstrip() + ": cancelled", ""),
         (f"Entry {line.entry_id}, player {line.player_id}", ""),
+        (f"Payout rule: {rule_label(proposal.rule)}", ""),
         ("", ""),
     ]
     if proposal.rule == FULL_REFUND:

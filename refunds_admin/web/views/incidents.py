@@ -10,6 +10,8 @@ from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
+from refunds_admin.payouts import FULL_REFUND
+from refunds_admin.payouts.labels import rule_label
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
@@ -235,7 +237,7 @@ def incident_site_wide(request, pk):
         "justification_form",
         perform,
         CAN_DECIDE,
-        "Site-wide issue confirmed: rule 1 (full refund) applies.",
+        f"Site-wide issue confirmed: {rule_label(FULL_REFUND)} applies.",
     )
 
 

@@ -12,13 +12,13 @@ from django.views.decorators.http import require_http_methods, require_POST
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import services as ledger_services
+from refunds_admin.payouts.money import display, format_cents
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
 from .. import queries
 from ..access import get_proposal_for, role_required
 from ..forms import ApproveForm, LineFilterForm, RejectForm
-from ..money import format_money, plain_amount
 from ..posting import progress_of
 
 Status = PayoutProposal.Status
@@ -62,7 +62,7 @@ def _display_rows(lines, proposal):
             "line": line,
             "chips": f"{line.chips:,}",
             "amounts": [
-                f"{currency} {format_money(cents)}"
+                display(cents, currency, symbol=False)
                 for cents in (
                     line.buy_in_refund_cents,
                     line.next_prize_cents,
@@ -70,7 +70,7 @@ def _display_rows(lines, proposal):
                     line.fee_refund_cents,
                 )
             ],
-            "total": f"{currency} {format_money(line.total_cents)}",
+            "total": display(line.total_cents, currency, symbol=False),
             "statement_url": f"{url}{quote(line.entry_id, safe='')}/",
         }
         for line in lines
@@ -217,7 +217,7 @@ def proposal_export_csv(request, pk):
         yield writer.writerow(EXPORT_HEADER)
         for row in _export_rows(proposal):
             yield writer.writerow(
-                [*row[:5], *(plain_amount(v) for v in row[5:10]), "true" if row[10] else "false"]
+                [*row[:5], *(format_cents(v) for v in row[5:10]), "true" if row[10] else "false"]
             )
 
     response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
@@ -244,7 +244,7 @@ def proposal_export_json(request, pk):
         for i, row in enumerate(_export_rows(proposal)):
             line = dict(zip(EXPORT_HEADER, row, strict=True))
             for name in ("buy_in_refund", "next_prize", "chip_equity", "fee_refund", "total"):
-                line[name] = plain_amount(line[name])
+                line[name] = format_cents(line[name])
             yield ("," if i else "") + json.dumps(line)
         yield "]}\n"
 
