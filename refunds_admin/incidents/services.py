@@ -8,13 +8,17 @@ incident; it is recomputed whenever something it depends on changes (site-wide i
 snapshot re-imported).
 """
 
+import logging
 from datetime import datetime
+from functools import partial
 from typing import NamedTuple
 
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, MANAGER, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
 from refunds_admin.payouts import FULL_REFUND, IN_THE_MONEY, select_rule
@@ -24,6 +28,8 @@ from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import engine_snapshot
 
 from .models import RESUME_WINDOW, Incident, RestartAttempt
+
+log = logging.getLogger(__name__)
 
 
 class RulePreview(NamedTuple):
@@ -438,3 +444,71 @@ def overdue_incidents(now=None):
     """Open incidents whose 30-minute window has passed (for the dashboard and the periodic check)."""
     now = now or timezone.now()
     return Incident.objects.filter(status=Incident.Status.OPEN, failed_at__lt=now - RESUME_WINDOW)
+
+
+def flag_overdue_incidents():
+    """Flag each open incident past its 30-minute window once, and e-mail the managers once.
+
+    Nothing is cancelled here: staff cancel the incident (or declare it not resumable) and have
+    the refunds prepared. Returns the ids flagged by this run."""
+    flagged = []
+    candidates = Incident.objects.filter(
+        status=Incident.Status.OPEN,
+        failed_at__lte=timezone.now() - RESUME_WINDOW,
+        overdue_notified_at__isnull=True,
+    ).select_related("tournament")
+    for incident in candidates:
+        if _flag_overdue(incident):
+            flagged.append(incident.pk)
+    return flagged
+
+
+@transaction.atomic
+def _flag_overdue(incident):
+    # Compare-and-set: two beat runs (or two workers) flag an incident only once.
+    now = timezone.now()
+    changed = Incident.objects.filter(
+        pk=incident.pk, status=Incident.Status.OPEN, overdue_notified_at__isnull=True
+    ).update(overdue_notified_at=now)
+    if not changed:
+        return False
+    record(
+        "incident.overdue_flagged",
+        incident,
+        actor=None,
+        after={"overdue_notified_at": now.isoformat(), "deadline": incident.deadline.isoformat()},
+        tournament=incident.tournament,
+    )
+    # The e-mail goes out only if the flag committed: never twice, never for nothing.
+    transaction.on_commit(partial(_notify_managers, incident.pk))
+    return True
+
+
+def _manager_emails():
+    return list(
+        get_user_model()
+        .objects.filter(groups__name=MANAGER, is_active=True)
+        .exclude(email="")
+        .values_list("email", flat=True)
+        .distinct()
+    )
+
+
+def _notify_managers(incident_id):
+    incident = Incident.objects.select_related("tournament").get(pk=incident_id)
+    recipients = _manager_emails()
+    if not recipients:
+        log.warning("incident %s is overdue but no manager has an e-mail address", incident_id)
+        return
+    minutes = int((timezone.now() - incident.failed_at).total_seconds() // 60)
+    send_mail(
+        subject=f"Overdue incident: {incident.tournament.external_id} not resumed after 30 minutes",
+        message=(
+            f"Tournament {incident.tournament.external_id} ({incident.tournament.name}) failed at "
+            f"{incident.failed_at:%Y-%m-%d %H:%M} UTC, {minutes} minutes ago, and play has not "
+            "resumed. Under the policy it is cancelled: please cancel the incident and have the "
+            "refund proposal prepared."
+        ),
+        from_email=None,
+        recipient_list=recipients,
+    )

@@ -1,5 +1,4 @@
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -83,7 +82,12 @@ def _preview_for(form):
 
 @role_required(CAN_READ)
 def incident_detail(request, pk):
-    incident = get_incident_for(request, pk)
+    return _incident_page(request, get_incident_for(request, pk))
+
+
+def _incident_page(request, incident, *, refused_form=None, status=200):
+    """The incident page; after a refused action, `refused_form` ({context name: bound form})
+    shows that form again with its errors, and `status` is 400."""
     proposals = list(
         incident.proposals.select_related("prepared_by", "submitted_by", "approved_by").order_by(
             "version"
@@ -126,22 +130,18 @@ def incident_detail(request, pk):
         "reason_form": ReasonForm(),
         "justification_form": JustificationForm(),
     }
-    context.update(getattr(request, "_incident_forms", {}))
-    return render(
-        request, "web/incident_detail.html", context, status=getattr(request, "_status", 200)
-    )
+    context.update(refused_form or {})
+    return render(request, "web/incident_detail.html", context, status=status)
 
 
 def _now_local():
     return timezone.localtime().replace(microsecond=0)
 
 
-def _act(request, pk, form_class, form_key, perform, roles, done):
-    """Run one incident action: check the role, validate the form, call the service; on a
-    refusal show the page again with the message next to the form."""
+def _act(request, pk, form_class, form_key, perform, done):
+    """Run one incident action (its view checked the role): validate the form, call the
+    service; on a refusal show the page again with the message next to the form."""
     incident = get_incident_for(request, pk)
-    if not has_role(request.user, roles):
-        raise PermissionDenied
     form = form_class(request.POST) if form_class else None
     if form is None or form.is_valid():
         try:
@@ -156,9 +156,7 @@ def _act(request, pk, form_class, form_key, perform, roles, done):
         else:
             messages.success(request, done)
             return redirect("incident_detail", pk=pk)
-    request._incident_forms = {form_key: form}
-    request._status = 400
-    return incident_detail.__wrapped__(request, pk)
+    return _incident_page(request, incident, refused_form={form_key: form}, status=400)
 
 
 @role_required(CAN_PREPARE)
@@ -179,7 +177,6 @@ def incident_restart(request, pk):
         RestartAttemptForm,
         "restart_form",
         perform,
-        CAN_PREPARE,
         "Restart attempt logged.",
     )
 
@@ -198,7 +195,6 @@ def incident_resumed(request, pk):
         ResumedForm,
         "resumed_form",
         perform,
-        CAN_PREPARE,
         "Play resumed: the incident is closed with no payout.",
     )
 
@@ -217,7 +213,6 @@ def incident_not_resumable(request, pk):
         ReasonForm,
         "reason_form",
         perform,
-        CAN_DECIDE,
         "Declared not resumable: the tournament is cancelled.",
     )
 
@@ -236,7 +231,6 @@ def incident_site_wide(request, pk):
         JustificationForm,
         "justification_form",
         perform,
-        CAN_DECIDE,
         f"Site-wide issue confirmed: {rule_label(FULL_REFUND)} applies.",
     )
 
@@ -253,7 +247,6 @@ def incident_cancel(request, pk):
         None,
         "",
         perform,
-        CAN_PREPARE,
         "The 30 minutes passed without resumption: the tournament is cancelled.",
     )
 

@@ -8,6 +8,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
@@ -87,6 +88,7 @@ def _may_approve(user, proposal):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request", "HX-Target")  # the lines partial for htmx
 def proposal_detail(request, pk):
     proposal = get_proposal_for(request, pk)
     progress = progress_of(proposal) if proposal.status in POSTING_STATES else None
@@ -113,6 +115,7 @@ def proposal_detail(request, pk):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request")  # the statement partial for htmx
 def proposal_statement(request, pk, entry_id):
     """The player's statement in the policy's layout (the same text as compute_payouts --explain)."""
     proposal = get_proposal_for(request, pk)
@@ -273,50 +276,26 @@ def proposal_approval(request, pk):
     approve, a reason to reject. Preparer and submitter see no approve button; the service
     refuses them anyway."""
     proposal = get_proposal_for(request, pk)
-    may_approve = _may_approve(request.user, proposal)
-    approve_form = ApproveForm(
-        initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request
-    )
-    refused = None
-    status = 400 if request.method == "POST" else getattr(request, "_status", 200)
-    if request.method == "POST":
-        if not has_role(request.user, CAN_DECIDE):
-            raise PermissionDenied("Only a manager may approve a proposal.")
-        approve_form = ApproveForm(request.POST, user=request.user, request=request)
-        if approve_form.is_valid():
-            try:
-                proposal_services.approve_proposal(
-                    proposal,
-                    acting_user=request.user,
-                    fingerprint=approve_form.cleaned_data["fingerprint"],
-                )
-            except Refused as exc:
-                refused = exc.message
-            except PermissionDenied as exc:
-                # Four eyes: the service refuses the preparer or submitter even if a form was
-                # forged; say so next to the form, with the status of a refusal.
-                refused = str(exc) or "You may not approve this proposal."
-                status = 403
-            else:
-                messages.success(request, "Proposal approved: posting the credits has started.")
-                return redirect("proposal_detail", pk=pk)
-    return render(
-        request,
-        "web/proposal_approval.html",
-        {
-            "proposal": proposal,
-            "tournament": proposal.incident.tournament,
-            "summary": proposal.summary or {},
-            "may_approve": may_approve,
-            "may_reject": proposal.status == Status.SUBMITTED
-            and has_role(request.user, CAN_DECIDE),
-            "own_proposal": request.user.pk in (proposal.prepared_by_id, proposal.submitted_by_id),
-            "approve_form": approve_form,
-            "reject_form": getattr(request, "_reject_form", None) or RejectForm(),
-            "refused": refused,
-        },
-        status=status,
-    )
+    if request.method != "POST":
+        return _approval_page(request, proposal)
+    if not has_role(request.user, CAN_DECIDE):
+        raise PermissionDenied("Only a manager may approve a proposal.")
+    form = ApproveForm(request.POST, user=request.user, request=request)
+    if not form.is_valid():
+        return _approval_page(request, proposal, approve_form=form, status=400)
+    try:
+        proposal_services.approve_proposal(
+            proposal, acting_user=request.user, fingerprint=form.cleaned_data["fingerprint"]
+        )
+    except Refused as exc:
+        return _approval_page(request, proposal, approve_form=form, refused=exc.message, status=400)
+    except PermissionDenied as exc:
+        # Four eyes: the service refuses the preparer or submitter even if a form was forged;
+        # say so next to the form, with the status of a refusal.
+        refused = str(exc) or "You may not approve this proposal."
+        return _approval_page(request, proposal, approve_form=form, refused=refused, status=403)
+    messages.success(request, "Proposal approved: posting the credits has started.")
+    return redirect("proposal_detail", pk=pk)
 
 
 @role_required(CAN_DECIDE)
@@ -336,14 +315,38 @@ def proposal_reject(request, pk):
                 request, "Proposal rejected. It can be prepared again as a new version."
             )
             return redirect("proposal_detail", pk=pk)
-    request._reject_form = form
-    request._status = 400
-    request.method = "GET"
-    return proposal_approval.__wrapped__(request, pk)
+    return _approval_page(request, proposal, reject_form=form, status=400)
+
+
+def _approval_page(request, proposal, *, approve_form=None, reject_form=None, refused=None,
+                   status=200):  # fmt: skip
+    """The approval page; after a refused approval or rejection, the bound form shows again
+    with its errors (`refused` above the approve form)."""
+    return render(
+        request,
+        "web/proposal_approval.html",
+        {
+            "proposal": proposal,
+            "tournament": proposal.incident.tournament,
+            "summary": proposal.summary or {},
+            "may_approve": _may_approve(request.user, proposal),
+            "may_reject": proposal.status == Status.SUBMITTED
+            and has_role(request.user, CAN_DECIDE),
+            "own_proposal": request.user.pk in (proposal.prepared_by_id, proposal.submitted_by_id),
+            "approve_form": approve_form
+            or ApproveForm(
+                initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request
+            ),
+            "reject_form": reject_form or RejectForm(),
+            "refused": refused,
+        },
+        status=status,
+    )
 
 
 @role_required(CAN_READ)
 @require_POST
+@vary_on_headers("HX-Request")  # the replay partial for htmx
 def proposal_replay(request, pk):
     """Recompute from the stored snapshot and compare fingerprints (the auditor's check).
     Read-only, but POST because it is an action that costs a full computation."""
@@ -356,6 +359,7 @@ def proposal_replay(request, pk):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request")  # the progress partial for htmx
 def proposal_posting(request, pk):
     """The posting progress bar; htmx polls this partial until the job is posted or failed."""
     proposal = get_proposal_for(request, pk)

@@ -2,6 +2,7 @@ from django.contrib import messages
 from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
+from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts.roles import CAN_PREPARE, CAN_READ
 from refunds_admin.errors import Refused
@@ -23,6 +24,7 @@ def tournament_list(request):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request", "HX-Target")  # the entries partial for htmx
 def tournament_detail(request, pk):
     tournament = get_tournament_for(request, pk)
     snapshots = list(tournament.snapshots.select_related("imported_by"))
