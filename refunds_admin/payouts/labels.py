@@ -12,7 +12,7 @@ class RuleText(NamedTuple):
     payout: str  # what each entry that is paid receives
 
 
-RULE_TEXT = {
+RULE_TEXT: dict[str, RuleText] = {
     FULL_REFUND: RuleText("Rule 1: full refund", "full refund", "full refund of buy-in and fee"),
     IN_THE_MONEY: RuleText(
         "Rule 2: in the money",
@@ -27,13 +27,13 @@ RULE_TEXT = {
 }
 
 
-def rule_label(rule):
+def rule_label(rule: str | None) -> str:
     """ "full_refund" -> "Rule 1: full refund"; an unknown code is shown as it is, none as "—"."""
-    text = RULE_TEXT.get(rule)
+    text = RULE_TEXT.get(rule or "")
     return text.label if text else (rule or "—")
 
 
-def rule_name(rule):
+def rule_name(rule: str | None) -> str:
     """ "full_refund" -> "full refund", for use inside a sentence; an unknown code as it is."""
-    text = RULE_TEXT.get(rule)
+    text = RULE_TEXT.get(rule or "")
     return text.name if text else (rule or "?")

@@ -5,6 +5,7 @@ In files and APIs an amount is a JSON string of ASCII digits with at most two de
 """
 
 import re
+from collections.abc import Iterable, Iterator
 from itertools import repeat
 
 _AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]{1,2})?")
@@ -32,7 +33,7 @@ class AmountError(ValueError):
     pass
 
 
-def parse_amount(value):
+def parse_amount(value: object) -> int:
     """`"30.5"` -> 3050. Raises AmountError with a message fit to follow a field name."""
     if not isinstance(value, str):
         raise AmountError(f"amount must be a string like 30.00, not a JSON {_json_type(value)}")
@@ -47,7 +48,7 @@ def parse_amount(value):
     return cents
 
 
-def to_cents(value):
+def to_cents(value: int | str | None) -> int | None:
     """Cents from an int, or from a decimal string such as a proposal summary stores ("30.5",
     "-815.33"); None or "" is no amount. Floats are refused: money never passes through one."""
     if value is None or value == "":
@@ -62,7 +63,7 @@ def to_cents(value):
     return -cents if negative else cents
 
 
-def format_cents(cents, *, grouped=False):
+def format_cents(cents: int, *, grouped: bool = False) -> str:
     """81533 -> "815.33" (the interchange format: no separators); grouped=True, for people:
     3015000 -> "30,150.00"."""
     sign = "-" if cents < 0 else ""
@@ -70,13 +71,15 @@ def format_cents(cents, *, grouped=False):
     return f"{sign}{whole:,}.{frac:02d}" if grouped else f"{sign}{whole}.{frac:02d}"
 
 
-def format_cents_column(column):
+def format_cents_column(column: Iterable[int]) -> Iterator[str]:
     """format_cents over a column of non-negative amounts, lazily and in C (map, divmod, %):
     a 250k-line proposal is written without a Python call per amount."""
     return map("%d.%02d".__mod__, map(divmod, column, repeat(100)))
 
 
-def display(cents, currency, *, symbol=True, drop_zero_cents=False):
+def display(
+    cents: int, currency: str, *, symbol: bool = True, drop_zero_cents: bool = False
+) -> str:
     """An amount for people, with thousands separators and its currency:
     81533, "USD" -> "$815.33"; symbol=False -> "USD 815.33"; a currency without a common symbol
     keeps its code ("CHF 1.00"); 1750000 with drop_zero_cents -> "$17,500". No currency: the
@@ -92,7 +95,7 @@ def display(cents, currency, *, symbol=True, drop_zero_cents=False):
     return f"{currency} {sign}{number}" if currency else f"{sign}{number}"
 
 
-def _json_type(value):
+def _json_type(value: object) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, (int, float)):
