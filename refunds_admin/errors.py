@@ -6,17 +6,19 @@ domain's words ("proposal 12 is already approved"). Views show it, commands prin
 returns it as JSON.
 """
 
+from collections.abc import Iterable
+
 
 class Refused(Exception):
     """A business rule refuses the action; nothing was changed."""
 
-    def __init__(self, message, *, problems=None):
+    def __init__(self, message: str, *, problems: Iterable[tuple[str, str]] | None = None) -> None:
         super().__init__(message)
         self.message = message
         # For invalid input: a list of (field or row, message) pairs, every problem found.
         self.problems = list(problems or [])
 
-    def __str__(self):
+    def __str__(self) -> str:
         if not self.problems:
             return self.message
         return (

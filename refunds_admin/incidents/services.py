@@ -8,10 +8,12 @@ incident; it is recomputed whenever something it depends on changes (site-wide i
 snapshot re-imported).
 """
 
+from __future__ import annotations
+
 import logging
 from datetime import datetime
 from functools import partial
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
@@ -29,6 +31,16 @@ from refunds_admin.tournaments.services import engine_snapshot
 
 from .models import RESUME_WINDOW, Incident, RestartAttempt
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from django.contrib.auth.models import User
+    from django.db.models import QuerySet
+
+    from refunds_admin.payouts import Snapshot as ParsedSnapshot
+    from refunds_admin.tournaments.models import Snapshot
+    from refunds_admin.tournaments.services import CsvData
+
 log = logging.getLogger(__name__)
 
 
@@ -42,7 +54,14 @@ class RulePreview(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
-def _check_moment(value, field, *, not_before=None, not_before_what="", now=None):
+def _check_moment(
+    value: object,
+    field: str,
+    *,
+    not_before: datetime | None = None,
+    not_before_what: str = "",
+    now: datetime | None = None,
+) -> list[tuple[str, str]]:
     """Problems with a moment staff typed: it must be an aware datetime, not in the future and
     not before `not_before`."""
     if not isinstance(value, datetime):
@@ -59,14 +78,14 @@ def _check_moment(value, field, *, not_before=None, not_before_what="", now=None
     return []
 
 
-def _current_snapshot(tournament):
+def _current_snapshot(tournament: Tournament) -> Snapshot:
     snapshot = tournament.current_snapshot
     if snapshot is None:
         raise Refused(f"Tournament {tournament.external_id} has no snapshot; import one first.")
     return snapshot
 
 
-def _check_failed_at(parsed, failed_at):
+def _check_failed_at(parsed: ParsedSnapshot, failed_at: datetime) -> None:
     # The start comes from the stored snapshot document, the one source the rule is computed
     # from, so the check, the rule and the elapsed time can never disagree.
     problems = _check_moment(
@@ -79,7 +98,7 @@ def _check_failed_at(parsed, failed_at):
         raise Refused("The failure time was refused.", problems=problems)
 
 
-def _elapsed_words(seconds):
+def _elapsed_words(seconds: float) -> str:
     seconds = int(seconds)
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
@@ -90,7 +109,15 @@ def _elapsed_words(seconds):
     return f"{minutes} min"
 
 
-def rule_sentence(rule, *, elapsed_seconds, site_wide_issue, entries, active, paid_places):
+def rule_sentence(
+    rule: str,
+    *,
+    elapsed_seconds: float,
+    site_wide_issue: bool,
+    entries: int,
+    active: int,
+    paid_places: int,
+) -> str:
     """The sentence shown beside the incident form, e.g. "failed 14 min after start: full refund
     of buy-in and fee to all 1,000 entries"."""
     when = f"failed {_elapsed_words(elapsed_seconds)} after start"
@@ -105,11 +132,13 @@ def rule_sentence(rule, *, elapsed_seconds, site_wide_issue, entries, active, pa
     )
 
 
-def _rule_for(parsed, failed_at, site_wide_issue):
+def _rule_for(parsed: ParsedSnapshot, failed_at: datetime, site_wide_issue: bool) -> str:
     return select_rule(parsed, failed_at, bool(site_wide_issue))
 
 
-def preview_rule(tournament, failed_at, site_wide_issue=False):
+def preview_rule(
+    tournament: Tournament, failed_at: datetime, site_wide_issue: bool = False
+) -> RulePreview:
     """Which rule a failure at `failed_at` selects, and why, in one sentence. Read-only.
 
     Raises `Refused` for a failure time that would be refused when recorded.
@@ -129,7 +158,9 @@ def preview_rule(tournament, failed_at, site_wide_issue=False):
     return RulePreview(rule, sentence)
 
 
-def store_rule(incident, parsed, *, acting_user, why):
+def store_rule(
+    incident: Incident, parsed: ParsedSnapshot, *, acting_user: User | None, why: str
+) -> str:
     """Recompute the incident's rule from the parsed current snapshot; audit a change."""
     rule = _rule_for(parsed, incident.failed_at, incident.site_wide_issue)
     if rule != incident.rule:
@@ -154,7 +185,9 @@ def store_rule(incident, parsed, *, acting_user, why):
 
 
 @transaction.atomic
-def import_snapshot(raw, *, acting_user, source):
+def import_snapshot(
+    raw: bytes | str | dict[str, Any], *, acting_user: User | None, source: str
+) -> Snapshot:
     """`tournaments.services.import_snapshot`, then the tournament's live incident is kept true
     to the new version (see `_follow_new_snapshot`). Views, the API and commands call this one."""
     snapshot = tournaments.import_snapshot(raw, acting_user=acting_user, source=source)
@@ -162,13 +195,19 @@ def import_snapshot(raw, *, acting_user, source):
 
 
 @transaction.atomic
-def import_csv(entries_csv, prizes_csv, fields, *, acting_user):
+def import_csv(
+    entries_csv: CsvData,
+    prizes_csv: CsvData,
+    fields: Mapping[str, Any],
+    *,
+    acting_user: User | None,
+) -> Snapshot:
     """`tournaments.services.import_csv`, then the live incident follows as for a JSON import."""
     snapshot = tournaments.import_csv(entries_csv, prizes_csv, fields, acting_user=acting_user)
     return _follow_new_snapshot(snapshot, acting_user)
 
 
-def _follow_new_snapshot(snapshot, acting_user):
+def _follow_new_snapshot(snapshot: Snapshot, acting_user: User | None) -> Snapshot:
     """A new snapshot may change the start, the active entries or the paid places. A version
     that starts after the recorded failure is refused (the whole import rolls back with it);
     otherwise the live incident's rule is recomputed so that it describes the current snapshot."""
@@ -203,19 +242,26 @@ def _follow_new_snapshot(snapshot, acting_user):
 # --------------------------------------------------------------------------------------------
 
 
-def _locked(incident):
+def _locked(incident: Incident) -> Incident:
     """The incident re-read under a row lock, so that decisions use its committed state."""
     return Incident.objects.select_for_update().select_related("tournament").get(pk=incident.pk)
 
 
-def _sync(incident):
+def _sync(incident: Incident) -> Incident:
     """Bring the caller's instance up to date with the change just made, and return it."""
     incident.refresh_from_db()
     return incident
 
 
 @transaction.atomic
-def record_incident(tournament, *, failed_at, cause, description, acting_user):
+def record_incident(
+    tournament: Tournament,
+    *,
+    failed_at: datetime,
+    cause: str,
+    description: str,
+    acting_user: User,
+) -> Incident:
     """Record that play failed at `failed_at`. The rule the timing selects is stored with it."""
     require_role(acting_user, CAN_PREPARE, "record incidents")
     tournament = Tournament.objects.select_for_update().get(pk=tournament.pk)
@@ -270,17 +316,27 @@ def record_incident(tournament, *, failed_at, cause, description, acting_user):
     return incident
 
 
-def _require_open(incident, doing):
+_CLOSED_BECAUSE: dict[str, str] = {
+    Incident.Status.RESUMED: "closed: play resumed",
+    Incident.Status.CANCELLED: "closed: the tournament was cancelled",
+}
+
+
+def _require_open(incident: Incident, doing: str) -> None:
     if incident.status != Incident.Status.OPEN:
-        closed = {
-            Incident.Status.RESUMED: "closed: play resumed",
-            Incident.Status.CANCELLED: "closed: the tournament was cancelled",
-        }[incident.status]
+        closed = _CLOSED_BECAUSE[incident.status]
         raise Refused(f"Incident {incident.pk} is not open ({closed}); cannot {doing}.")
 
 
 @transaction.atomic
-def log_restart_attempt(incident, *, attempted_at, succeeded, note, acting_user):
+def log_restart_attempt(
+    incident: Incident,
+    *,
+    attempted_at: datetime,
+    succeeded: bool,
+    note: str,
+    acting_user: User,
+) -> RestartAttempt:
     """Log an attempt to restart play. Whether play resumed is `mark_resumed`'s business."""
     require_role(acting_user, CAN_PREPARE, "log restart attempts")
     fresh = _locked(incident)
@@ -309,7 +365,7 @@ def log_restart_attempt(incident, *, attempted_at, succeeded, note, acting_user)
 
 
 @transaction.atomic
-def mark_resumed(incident, *, resumed_at, acting_user):
+def mark_resumed(incident: Incident, *, resumed_at: datetime, acting_user: User) -> Incident:
     """Play resumed at `resumed_at`, within 30 minutes of the failure: closed, no payout."""
     require_role(acting_user, CAN_PREPARE, "mark play resumed")
     fresh = _locked(incident)
@@ -340,7 +396,7 @@ def mark_resumed(incident, *, resumed_at, acting_user):
     return _sync(incident)
 
 
-def _cancel(fresh, *, because, reason, acting_user):
+def _cancel(fresh: Incident, *, because: str, reason: str, acting_user: User | None) -> None:
     now = timezone.now()
     changed = Incident.objects.filter(pk=fresh.pk, status=Incident.Status.OPEN).update(
         status=Incident.Status.CANCELLED,
@@ -363,7 +419,7 @@ def _cancel(fresh, *, because, reason, acting_user):
 
 
 @transaction.atomic
-def declare_not_resumable(incident, *, reason, acting_user):
+def declare_not_resumable(incident: Incident, *, reason: str, acting_user: User) -> Incident:
     """A manager's decision that play cannot resume: the tournament is cancelled now."""
     require_role(acting_user, CAN_DECIDE, "declare a tournament not resumable")
     reason = (reason or "").strip()
@@ -381,7 +437,7 @@ def declare_not_resumable(incident, *, reason, acting_user):
 
 
 @transaction.atomic
-def cancel_after_window(incident, *, acting_user):
+def cancel_after_window(incident: Incident, *, acting_user: User | None) -> Incident:
     """Cancel the tournament because play did not resume within 30 minutes of the failure.
 
     `acting_user` None is the system (the periodic check)."""
@@ -404,7 +460,9 @@ def cancel_after_window(incident, *, acting_user):
 
 
 @transaction.atomic
-def confirm_site_wide_issue(incident, *, justification, acting_user):
+def confirm_site_wide_issue(
+    incident: Incident, *, justification: str, acting_user: User
+) -> Incident:
     """A manager's finding that site-wide issues impaired play: selects the full refund."""
     require_role(acting_user, CAN_DECIDE, "confirm a site-wide issue")
     justification = (justification or "").strip()
@@ -440,13 +498,13 @@ def confirm_site_wide_issue(incident, *, justification, acting_user):
     return _sync(incident)
 
 
-def overdue_incidents(now=None):
+def overdue_incidents(now: datetime | None = None) -> QuerySet[Incident]:
     """Open incidents whose 30-minute window has passed (for the dashboard and the periodic check)."""
     now = now or timezone.now()
     return Incident.objects.filter(status=Incident.Status.OPEN, failed_at__lt=now - RESUME_WINDOW)
 
 
-def flag_overdue_incidents():
+def flag_overdue_incidents() -> list[int]:
     """Flag each open incident past its 30-minute window once, and e-mail the managers once.
 
     Nothing is cancelled here: staff cancel the incident (or declare it not resumable) and have
@@ -464,7 +522,7 @@ def flag_overdue_incidents():
 
 
 @transaction.atomic
-def _flag_overdue(incident):
+def _flag_overdue(incident: Incident) -> bool:
     # Compare-and-set: two beat runs (or two workers) flag an incident only once.
     now = timezone.now()
     changed = Incident.objects.filter(
@@ -484,7 +542,7 @@ def _flag_overdue(incident):
     return True
 
 
-def _manager_emails():
+def _manager_emails() -> list[str]:
     return list(
         get_user_model()
         .objects.filter(groups__name=MANAGER, is_active=True)
@@ -494,7 +552,7 @@ def _manager_emails():
     )
 
 
-def _notify_managers(incident_id):
+def _notify_managers(incident_id: int) -> None:
     incident = Incident.objects.select_related("tournament").get(pk=incident_id)
     recipients = _manager_emails()
     if not recipients:

@@ -484,7 +484,7 @@ def player_credits(player_id):
         .select_related("proposal__incident__tournament")
         .order_by("-proposal_id", "entry_id", "key")
     )
-    balances = {}
+    balances: dict[str, int] = {}
     for credit in credits:
         balances[credit.currency] = balances.get(credit.currency, 0) + credit.amount_cents
     return {"credits": credits, "balances": balances}

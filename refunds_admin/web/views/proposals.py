@@ -103,7 +103,7 @@ def proposal_detail(request, pk):
         "shows_posting": proposal.status in POSTING_STATES,
         "progress": progress,
         "reconciliation": _reconciliation_for(proposal) if progress and progress["done"] else None,
-        "may_resume": bool(progress)
+        "may_resume": progress is not None
         and progress.get("state") == "failed"
         and has_role(request.user, CAN_DECIDE),
         **_lines_context(request, proposal),
