@@ -328,6 +328,21 @@ def _require_open(incident: Incident, doing: str) -> None:
         raise Refused(f"Incident {incident.pk} is not open ({closed}); cannot {doing}.")
 
 
+def _locked_open_since_failure(
+    incident: Incident, moment: datetime, field: str, *, doing: str, what: str
+) -> Incident:
+    """The incident locked, refused unless it is open and `moment` lies between the failure
+    and now (a restart attempt, play resuming)."""
+    fresh = _locked(incident)
+    _require_open(fresh, doing)
+    problems = _check_moment(
+        moment, field, not_before=fresh.failed_at, not_before_what="the failure"
+    )
+    if problems:
+        raise Refused(f"The {what} was refused.", problems=problems)
+    return fresh
+
+
 @transaction.atomic
 def log_restart_attempt(
     incident: Incident,
@@ -339,13 +354,13 @@ def log_restart_attempt(
 ) -> RestartAttempt:
     """Log an attempt to restart play. Whether play resumed is `mark_resumed`'s business."""
     require_role(acting_user, CAN_PREPARE, "log restart attempts")
-    fresh = _locked(incident)
-    _require_open(fresh, "log a restart attempt")
-    problems = _check_moment(
-        attempted_at, "attempted_at", not_before=fresh.failed_at, not_before_what="the failure"
+    fresh = _locked_open_since_failure(
+        incident,
+        attempted_at,
+        "attempted_at",
+        doing="log a restart attempt",
+        what="restart attempt",
     )
-    if problems:
-        raise Refused("The restart attempt was refused.", problems=problems)
     attempt = RestartAttempt.objects.create(
         incident=fresh,
         attempted_at=attempted_at,
@@ -368,13 +383,9 @@ def log_restart_attempt(
 def mark_resumed(incident: Incident, *, resumed_at: datetime, acting_user: User) -> Incident:
     """Play resumed at `resumed_at`, within 30 minutes of the failure: closed, no payout."""
     require_role(acting_user, CAN_PREPARE, "mark play resumed")
-    fresh = _locked(incident)
-    _require_open(fresh, "mark play resumed")
-    problems = _check_moment(
-        resumed_at, "resumed_at", not_before=fresh.failed_at, not_before_what="the failure"
+    fresh = _locked_open_since_failure(
+        incident, resumed_at, "resumed_at", doing="mark play resumed", what="resumption"
     )
-    if problems:
-        raise Refused("The resumption was refused.", problems=problems)
     if resumed_at > fresh.deadline:
         raise Refused(
             f"The 30-minute window passed at {fresh.deadline:%Y-%m-%d %H:%M:%S} UTC: play "

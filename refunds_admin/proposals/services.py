@@ -84,9 +84,8 @@ def _summary_for_storage(result: Proposal) -> dict[str, str | int]:
     return result.to_json(with_fingerprint=False, with_lines=False)["summary"]
 
 
-_LINE_COLUMNS = (
-    "proposal_id",
-    "position",
+# A line's fields in the engine's column order (LineColumns): written from it, exported in it.
+LINE_FIELDS = (
     "entry_id",
     "player_id",
     "screen_name",
@@ -99,6 +98,7 @@ _LINE_COLUMNS = (
     "total_cents",
     "capped",
 )
+_LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS)
 
 
 def _insert_lines(

@@ -170,39 +170,15 @@ class _Echo:
         return value
 
 
-EXPORT_FIELDS = (
-    "entry_id",
-    "player_id",
-    "screen_name",
-    "status",
-    "chips",
-    "buy_in_refund_cents",
-    "next_prize_cents",
-    "chip_equity_cents",
-    "fee_refund_cents",
-    "total_cents",
-    "capped",
-)
-EXPORT_HEADER = (
-    "entry_id",
-    "player_id",
-    "screen_name",
-    "status",
-    "chips",
-    "buy_in_refund",
-    "next_prize",
-    "chip_equity",
-    "fee_refund",
-    "total",
-    "capped",
-)
+# The file formats name amounts without the unit: "total", not "total_cents".
+EXPORT_HEADER = tuple(f.removesuffix("_cents") for f in proposal_services.LINE_FIELDS)
 
 
 def _export_rows(proposal):
     return (
         PayoutLine.objects.filter(proposal=proposal)
         .order_by("position")
-        .values_list(*EXPORT_FIELDS)
+        .values_list(*proposal_services.LINE_FIELDS)
         .iterator(chunk_size=5000)
     )
 
@@ -256,17 +232,27 @@ def proposal_export_json(request, pk):
     return response
 
 
-@role_required(CAN_PREPARE)
-@require_POST
-def proposal_submit(request, pk):
+def _press(request, pk, service, done):
+    """A button without a form: call the service, say what happened, back to the proposal."""
     proposal = get_proposal_for(request, pk)
     try:
-        proposal_services.submit_proposal(proposal, acting_user=request.user)
+        service(proposal, acting_user=request.user)
     except Refused as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, "Proposal submitted for a manager's approval.")
+        messages.success(request, done)
     return redirect("proposal_detail", pk=pk)
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def proposal_submit(request, pk):
+    return _press(
+        request,
+        pk,
+        proposal_services.submit_proposal,
+        "Proposal submitted for a manager's approval.",
+    )
 
 
 @role_required(CAN_READ)
@@ -386,11 +372,4 @@ def _reconciliation_for(proposal):
 @role_required(CAN_DECIDE)
 @require_POST
 def proposal_resume_posting(request, pk):
-    proposal = get_proposal_for(request, pk)
-    try:
-        ledger_services.resume_posting(proposal, acting_user=request.user)
-    except Refused as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, "Posting resumed.")
-    return redirect("proposal_detail", pk=pk)
+    return _press(request, pk, ledger_services.resume_posting, "Posting resumed.")
