@@ -24,3 +24,12 @@ class Refused(Exception):
         return (
             self.message + "\n" + "\n".join(f"- {where}: {what}" for where, what in self.problems)
         )
+
+
+def required_text(value: str | None, field: str) -> str:
+    """What a person typed into `field` (a reason, a justification), stripped; refused when it
+    is empty, naming the field."""
+    text = (value or "").strip()
+    if not text:
+        raise Refused(f"A {field} is required.", problems=[(field, "is required")])
+    return text

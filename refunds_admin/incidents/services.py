@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, MANAGER, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.errors import Refused
+from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import FULL_REFUND, IN_THE_MONEY, select_rule
 from refunds_admin.payouts.labels import RULE_TEXT
 from refunds_admin.tournaments import services as tournaments
@@ -433,9 +433,7 @@ def _cancel(fresh: Incident, *, because: str, reason: str, acting_user: User | N
 def declare_not_resumable(incident: Incident, *, reason: str, acting_user: User) -> Incident:
     """A manager's decision that play cannot resume: the tournament is cancelled now."""
     require_role(acting_user, CAN_DECIDE, "declare a tournament not resumable")
-    reason = (reason or "").strip()
-    if not reason:
-        raise Refused("A reason is required.", problems=[("reason", "is required")])
+    reason = required_text(reason, "reason")
     fresh = _locked(incident)
     _require_open(fresh, "declare it not resumable")
     _cancel(
@@ -476,9 +474,7 @@ def confirm_site_wide_issue(
 ) -> Incident:
     """A manager's finding that site-wide issues impaired play: selects the full refund."""
     require_role(acting_user, CAN_DECIDE, "confirm a site-wide issue")
-    justification = (justification or "").strip()
-    if not justification:
-        raise Refused("A justification is required.", problems=[("justification", "is required")])
+    justification = required_text(justification, "justification")
     fresh = _locked(incident)
     if fresh.status == Incident.Status.RESUMED:
         raise Refused(f"Incident {fresh.pk} closed with play resumed: there is no payout.")

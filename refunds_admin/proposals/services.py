@@ -26,7 +26,7 @@ from django.utils import timezone
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.bulk import insert_rows
-from refunds_admin.errors import Refused
+from refunds_admin.errors import Refused, required_text
 from refunds_admin.incidents.models import Incident
 from refunds_admin.ledger import services as ledger
 from refunds_admin.payouts import (
@@ -331,9 +331,7 @@ def reject_proposal(proposal: PayoutProposal, *, acting_user: User, reason: str)
     """A manager sends a submitted proposal back with a reason; it may be prepared again as a
     new version."""
     require_role(acting_user, CAN_DECIDE, "reject proposals")
-    reason = (reason or "").strip()
-    if not reason:
-        raise Refused("A reason is required.", problems=[("reason", "is required")])
+    reason = required_text(reason, "reason")
     fresh = _locked(proposal)
     _require_status(fresh, Status.SUBMITTED, "reject")
     changed = PayoutProposal.objects.filter(pk=fresh.pk, status=Status.SUBMITTED).update(
