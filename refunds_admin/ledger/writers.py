@@ -18,9 +18,10 @@ from .models import COMPONENT_FIELDS, Credit, credit_key
 
 _AMOUNT_FIELDS = [field for _, field in COMPONENT_FIELDS]
 _LINE_FIELDS = ["position", "entry_id", "player_id", *_AMOUNT_FIELDS]
-# Table names from the models, never spelled out in the SQL below.
-_LINES_TABLE = connection.ops.quote_name(PayoutLine._meta.db_table)
-_CREDITS_TABLE = connection.ops.quote_name(Credit._meta.db_table)
+# Table names from the models, never spelled out in the SQL below (plain identifiers: Django's
+# default names need no quoting).
+_LINES_TABLE = PayoutLine._meta.db_table
+_CREDITS_TABLE = Credit._meta.db_table
 
 
 def _postgres():
