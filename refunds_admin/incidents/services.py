@@ -414,7 +414,7 @@ def _cancel(fresh: Incident, *, because: str, reason: str, acting_user: User | N
         cancelled_at=now,
         cancelled_because=because,
         cancel_reason=reason,
-        closed_by=acting_user if acting_user is not None else None,
+        closed_by=acting_user,
     )
     if not changed:
         raise Refused(f"Incident {fresh.pk} was closed at the same time.")
