@@ -85,7 +85,7 @@ def _start_worker(concurrency):
 
 
 def _import(users, stamp, small, small_entries, big, big_entries):
-    from refunds_admin.tournaments.services import import_snapshot
+    from refunds_admin.incidents.services import import_snapshot
 
     starts_at = (datetime.now(UTC) - timedelta(hours=4)).strftime("%Y-%m-%dT%H:%M:%SZ")
     tournaments = []

@@ -1,7 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from refunds_admin.outages import api as outages_api
 from refunds_admin.web.login import RateLimitedLoginView
 
 urlpatterns = [
@@ -9,7 +8,6 @@ urlpatterns = [
     # Our sign-in page first: it limits password guessing (see web/login.py).
     path("accounts/login/", RateLimitedLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("api/outages", outages_api.outages, name="api_outages"),
-    path("api/", include("refunds_admin.tournaments.api_urls")),
+    path("api/", include("refunds_admin.web.api_urls")),
     path("", include("refunds_admin.web.urls")),
 ]

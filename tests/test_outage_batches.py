@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
+from refunds_admin.incidents.services import import_snapshot
 from refunds_admin.outages import services as outages
 from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import OutagePrepareRun, PayoutLine, PayoutProposal
 from refunds_admin.reports import outages as reports
-from refunds_admin.tournaments.services import import_snapshot
 
 from .factories import (
     approve_outage,

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from refunds_admin.incidents import services as incidents
 from refunds_admin.outages.models import Outage
 from refunds_admin.proposals.models import PayoutProposal
-from refunds_admin.tournaments import services as tournaments
 
 from .conftest import shot, snapshot_file
 
@@ -26,7 +26,7 @@ def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
     if os.environ.get("REDIS_URL"):
         request.getfixturevalue("celery_worker_process").start()
     for external_id in (*AFFECTED, "UNRELATED-9"):
-        tournaments.import_snapshot(
+        incidents.import_snapshot(
             snapshot_file(tmp_path, external_id=external_id, entries=120, active=30).read_bytes(),
             acting_user=support,
             source="upload",

@@ -241,7 +241,7 @@ def test_the_incident_page_names_its_outage(client, support):
 
 
 def test_the_review_page_flags_a_stale_proposal_before_approval(client, support, manager):
-    from refunds_admin.tournaments.services import import_snapshot
+    from refunds_admin.incidents.services import import_snapshot
     from tests.factories import dumps
 
     o = prepared_outage(support)

@@ -19,6 +19,8 @@ from refunds_admin.errors import Refused
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages import services as outage_services
 from refunds_admin.outages.models import Outage
+from refunds_admin.payouts.labels import rule_label
+from refunds_admin.payouts.money import display, format_cents
 from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.reports import outages as outage_reports
@@ -32,7 +34,6 @@ from ..forms import (
     OutageResumedForm,
     ReasonForm,
 )
-from ..money import format_money, plain_amount
 
 CANDIDATES_SHOWN = 500
 
@@ -373,21 +374,16 @@ def outage_review(request, pk):
 
 
 _STATUS_LABELS = dict(PayoutProposal.Status.choices)
-_RULE_LABELS = {
-    "full_refund": "Rule 1: full refund",
-    "in_the_money": "Rule 2: in the money",
-    "not_in_the_money": "Rule 2: not yet in the money",
-}
 
 
 def _review_display(rows):
     """The review rows with their numbers already formatted and links built: 200 proposals x
     a dozen template filters cost more than the queries, and the page has 100 ms."""
     url = reverse("proposal_detail", args=[0]).replace("/0/", "/{}/")
-    display = []
+    shown = []
     for row in rows:
         p = row["proposal"]
-        display.append(
+        shown.append(
             {
                 "pk": p.pk,
                 "url": url.format(p.pk),
@@ -396,18 +392,18 @@ def _review_display(rows):
                 "status_label": _STATUS_LABELS.get(p.status, p.status),
                 "external_id": row["tournament"].external_id,
                 "name": row["tournament"].name,
-                "rule": _RULE_LABELS.get(p.rule, p.rule),
+                "rule": rule_label(p.rule),
                 "entries": f"{p.lines_count:,}",
                 "capped": f"{row['capped']:,}",
                 "is_capped": bool(row["capped"]),
-                "total": f"{p.currency} {format_money(p.total_cents)}",
+                "total": display(p.total_cents, p.currency, symbol=False),
                 "warnings": p.warnings,
                 "stale": row["stale"],
                 "prepared_by": p.prepared_by.username,
                 "submitted_by": p.submitted_by.username if p.submitted_by_id else "—",
             }
         )
-    return display
+    return shown
 
 
 # --------------------------------------------------------------------------------------------
@@ -477,7 +473,7 @@ def outage_report_csv(request, pk):
                 row["rule"],
                 row["currency"],
                 p.status if p else "",
-                plain_amount(row["total_cents"]),
+                format_cents(row["total_cents"]),
                 row["entries_paid"],
                 row["players_paid"],
                 _iso(outage.failed_at),

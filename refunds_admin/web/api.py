@@ -1,8 +1,8 @@
-"""POST /api/outages: the game platform reports one failure across many tournaments.
+"""The game platform's API: POST /api/snapshots and POST /api/outages with
+`Authorization: Bearer <token>`.
 
-The same token scheme as POST /api/snapshots (`Authorization: Bearer <token>`, an ApiClient
-acting as a staff user whose role the service checks). All or nothing: a 4xx lists a problem per
-unknown or snapshot-less tournament (and per bad field), and nothing is recorded.
+Token authentication (no session, so no CSRF): each ApiClient acts as a staff user whose role
+the import service checks, exactly as for an upload in the browser.
 """
 
 import json
@@ -14,12 +14,62 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from refunds_admin.errors import Refused
+from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
-from refunds_admin.tournaments.api import _bearer_token, _error
+from refunds_admin.outages import services as outage_services
+from refunds_admin.tournaments.models import Snapshot
 from refunds_admin.tournaments.services import authenticate_api_client
 
-from . import services
 
+def _error(status, message, problems=(), **headers):
+    body = {
+        "error": message,
+        "problems": [{"field": where, "message": what} for where, what in problems],
+    }
+    response = JsonResponse(body, status=status)
+    for name, value in headers.items():
+        response[name.replace("_", "-")] = value
+    return response
+
+
+def _bearer_token(request):
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+@csrf_exempt
+@require_POST
+def snapshots(request):
+    """Import one tournament-snapshot/1 document (the request body, stored byte for byte)."""
+    client = authenticate_api_client(_bearer_token(request))
+    if client is None:
+        return _error(
+            401, "A valid API token is required.", WWW_Authenticate='Bearer realm="refunds_admin"'
+        )
+    try:
+        snapshot = incident_services.import_snapshot(
+            request.body, acting_user=client.acting_user, source=Snapshot.Source.API
+        )
+    except PermissionDenied as e:
+        return _error(403, str(e) or "This client's user may not import snapshots.")
+    except Refused as e:
+        return _error(400, e.message, e.problems)
+    tournament = snapshot.tournament
+    return JsonResponse(
+        {
+            "tournament": {"id": tournament.pk, "external_id": tournament.external_id},
+            "snapshot": {
+                "version": snapshot.version,
+                "sha256": snapshot.sha256,
+                "entries": snapshot.entries_count,
+                "active": snapshot.active_count,
+            },
+        },
+        status=201,
+    )
+
+
+# POST /api/outages: the platform reports one failure across many tournaments.
 FIELDS = ("failed_at", "cause", "description", "external_ids")
 MAX_TOURNAMENTS = 5000
 
@@ -65,7 +115,8 @@ def _parse(body):
 @csrf_exempt
 @require_POST
 def outages(request):
-    """Record an outage of the listed tournaments."""
+    """Record an outage: one failure across the listed tournaments, all or nothing. A 400 lists
+    a problem per unknown or snapshot-less tournament (by its external id) and per bad field."""
     client = authenticate_api_client(_bearer_token(request))
     if client is None:
         return _error(
@@ -78,14 +129,16 @@ def outages(request):
     try:
         if problems:
             # Malformed fields: still name every unknown tournament, so one answer lists all.
-            _, unknown = services.resolve_external_ids(fields["external_ids"])
+            _, unknown = outage_services.resolve_external_ids(fields["external_ids"])
             raise Refused(refused, problems=problems + unknown)
-        outage = services.record_outage_for_external_ids(acting_user=client.acting_user, **fields)
+        outage = outage_services.record_outage_for_external_ids(
+            acting_user=client.acting_user, **fields
+        )
     except PermissionDenied as e:
         return _error(403, str(e) or "This client's user may not record outages.")
     except Refused as e:
         return _error(400, e.message, e.problems)
-    members = services.incidents_of(outage)
+    members = outage_services.incidents_of(outage)
     return JsonResponse(
         {
             "id": outage.pk,

@@ -5,4 +5,5 @@ from . import api
 app_name = "api"
 urlpatterns = [
     path("snapshots", api.snapshots, name="snapshots"),
+    path("outages", api.outages, name="outages"),
 ]
