@@ -161,7 +161,7 @@ _TOURNAMENT_WEIGHT = 1500
 def _split(incidents, parts):
     """Share the incidents between `parts` lists of about equal work (lines plus a fixed cost
     per tournament), the biggest first, so that two 100k-entry tournaments land apart."""
-    loads = [[0, i, []] for i in range(parts)]
+    loads: list[tuple[int, int, list[int]]] = [(0, i, []) for i in range(parts)]
     weighted = sorted(
         incidents,
         key=lambda i: (
@@ -170,9 +170,13 @@ def _split(incidents, parts):
     )
     for incident in weighted:
         snapshot = incident.tournament.current_snapshot
-        load = min(loads)
-        load[0] += (snapshot.entries_count if snapshot else 0) + _TOURNAMENT_WEIGHT
-        load[2].append(incident.pk)
+        weight, index, ids = min(loads)
+        ids.append(incident.pk)
+        loads[index] = (
+            weight + (snapshot.entries_count if snapshot else 0) + _TOURNAMENT_WEIGHT,
+            index,
+            ids,
+        )
     return [ids for _, _, ids in loads if ids]
 
 
@@ -266,7 +270,7 @@ def prepare_progress(outage):
     if run is None:
         return None
     results = list(run.results.select_related("incident__tournament", "proposal").order_by("id"))
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for result in results:
         counts[result.outcome] += 1
     return {
@@ -308,17 +312,19 @@ def review(outage, only=None):
     )
     if only:
         proposals = proposals.filter(pk__in=only)
-    proposals = list(proposals)
+    listed = list(proposals)
     capped = dict(
-        PayoutLine.objects.filter(proposal_id__in=[p.pk for p in proposals], capped=True)
+        PayoutLine.objects.filter(proposal_id__in=[p.pk for p in listed], capped=True)
         .values("proposal_id")
         .annotate(n=Count("pk"))
         .values_list("proposal_id", "n")
     )
-    totals = defaultdict(lambda: {"cents": 0, "proposals": 0, "entries": 0})
-    approvable = [p for p in proposals if p.status == Status.SUBMITTED]
+    totals: defaultdict[str, dict[str, int]] = defaultdict(
+        lambda: {"cents": 0, "proposals": 0, "entries": 0}
+    )
+    approvable = [p for p in listed if p.status == Status.SUBMITTED]
     rows = []
-    for p in proposals:
+    for p in listed:
         rows.append(
             {
                 "proposal": p,
@@ -334,7 +340,7 @@ def review(outage, only=None):
         total["cents"] += p.total_cents
         total["proposals"] += 1
         total["entries"] += p.lines_count
-    approvable_totals = defaultdict(int)
+    approvable_totals: defaultdict[str, int] = defaultdict(int)
     for p in approvable:
         approvable_totals[p.currency] += p.total_cents
     return {
@@ -411,7 +417,7 @@ def approve_batch(outage, *, seen, fingerprint, acting_user):
             "again.",
             problems=problems,
         )
-    totals = defaultdict(int)
+    totals: defaultdict[str, int] = defaultdict(int)
     try:
         for p in locked:
             services.approve_proposal(p, acting_user=acting_user, fingerprint=seen[p.pk])

@@ -24,9 +24,12 @@ def posting_progress(outage):
     """One aggregated progress bar (credits, and money per currency) and a row per tournament."""
     proposals = list(live_proposals(outage).filter(status__in=DECIDED))
     jobs = {job.proposal_id: job for job in PostingJob.objects.filter(proposal__in=proposals)}
-    rows, money = [], defaultdict(lambda: {"posted_cents": 0, "total_cents": 0})
+    rows: list[dict] = []
+    money: defaultdict[str, dict[str, int]] = defaultdict(
+        lambda: {"posted_cents": 0, "total_cents": 0}
+    )
     posted = total = 0
-    states = defaultdict(int)
+    states: defaultdict[str, int] = defaultdict(int)
     for p in proposals:
         job = jobs.get(p.pk)
         state = job.state if job else "queued"
@@ -79,11 +82,11 @@ def report(outage):
     decided = [p for p in proposals.values() if p.status in DECIDED]
     ids = [p.pk for p in decided]
     paid = PayoutLine.objects.filter(proposal_id__in=ids, total_cents__gt=0)
-    per_proposal = {
-        row["proposal_id"]: row
-        for row in paid.values("proposal_id").annotate(
-            entries=Count("pk"), players=Count("player_id", distinct=True)
-        )
+    per_proposal: dict[int, tuple[int, int]] = {
+        pk: (entries, players)
+        for pk, entries, players in paid.values("proposal_id")
+        .annotate(entries=Count("pk"), players=Count("player_id", distinct=True))
+        .values_list("proposal_id", "entries", "players")
     }
     overall = paid.aggregate(entries=Count("pk"), players=Count("player_id", distinct=True))
     jobs = {
@@ -92,33 +95,40 @@ def report(outage):
             "proposal_id", "state", "finished_at", "posted_cents"
         )
     }
-    by_currency = defaultdict(lambda: {"cents": 0, "tournaments": 0})
-    by_rule = defaultdict(lambda: {"cents": 0, "tournaments": 0})
+    by_currency: defaultdict[str, dict[str, int]] = defaultdict(
+        lambda: {"cents": 0, "tournaments": 0}
+    )
+    by_rule: defaultdict[tuple[str, str], dict[str, int]] = defaultdict(
+        lambda: {"cents": 0, "tournaments": 0}
+    )
     rows = []
     for incident in incidents:
         p = proposals.get(incident.pk)
-        counted = p is not None and p.status in DECIDED
-        job = jobs.get(p.pk) if counted else None
-        figures = per_proposal.get(p.pk, {}) if counted else {}
-        if counted:
-            by_currency[p.currency]["cents"] += p.total_cents
-            by_currency[p.currency]["tournaments"] += 1
-            key = (p.currency, p.rule)
-            by_rule[key]["cents"] += p.total_cents
+        # Only approved proposals count: the money the operator committed to pay.
+        committed = p if p is not None and p.status in DECIDED else None
+        job = jobs.get(committed.pk) if committed is not None else None
+        entries_paid, players_paid = (
+            per_proposal.get(committed.pk, (0, 0)) if committed is not None else (0, 0)
+        )
+        if committed is not None:
+            by_currency[committed.currency]["cents"] += committed.total_cents
+            by_currency[committed.currency]["tournaments"] += 1
+            key = (committed.currency, committed.rule)
+            by_rule[key]["cents"] += committed.total_cents
             by_rule[key]["tournaments"] += 1
         rows.append(
             {
                 "incident": incident,
                 "tournament": incident.tournament,
                 "proposal": p,
-                "counted": counted,
-                "rule": (p.rule if p else incident.rule),
-                "currency": p.currency if p else incident.tournament.currency,
-                "total_cents": p.total_cents if counted else 0,
-                "entries_paid": figures.get("entries", 0),
-                "players_paid": figures.get("players", 0),
+                "counted": committed is not None,
+                "rule": (p.rule if p is not None else incident.rule),
+                "currency": p.currency if p is not None else incident.tournament.currency,
+                "total_cents": committed.total_cents if committed is not None else 0,
+                "entries_paid": entries_paid,
+                "players_paid": players_paid,
                 "cancelled_at": incident.cancelled_at,
-                "approved_at": p.approved_at if counted else None,
+                "approved_at": committed.approved_at if committed is not None else None,
                 "posted_at": job.finished_at if job and job.state == "posted" else None,
                 "posting": job.state if job else "",
             }
@@ -137,7 +147,7 @@ def report(outage):
     timings["to_approved"] = _seconds(timings["cancelled_at"], timings["approved_at"])
     timings["to_posted"] = _seconds(timings["approved_at"], timings["posted_at"])
     timings["total"] = _seconds(outage.failed_at, timings["posted_at"])
-    statuses = defaultdict(int)
+    statuses: defaultdict[str, int] = defaultdict(int)
     for incident in incidents:
         statuses[incident.status] += 1
     return {

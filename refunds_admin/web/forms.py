@@ -192,7 +192,9 @@ class OutageResumedForm(forms.Form):
 
     def __init__(self, *args, incident_ids=(), **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["incidents"].choices = [(pk, pk) for pk in incident_ids]
+        field = self.fields["incidents"]
+        assert isinstance(field, forms.TypedMultipleChoiceField)
+        field.choices = [(pk, pk) for pk in incident_ids]
 
 
 class AddTournamentForm(forms.Form):
@@ -202,5 +204,6 @@ class AddTournamentForm(forms.Form):
 
     def __init__(self, *args, candidates=None, **kwargs):
         super().__init__(*args, **kwargs)
-        if candidates is not None:
-            self.fields["tournament"].queryset = candidates
+        field = self.fields["tournament"]
+        if candidates is not None and isinstance(field, forms.ModelChoiceField):
+            field.queryset = candidates

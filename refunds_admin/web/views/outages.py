@@ -358,8 +358,9 @@ def outage_review(request, pk):
     approve_form.initial["fingerprint"] = data["fingerprint"]
     if approve_form.is_bound:
         # Quote what is shown now: a changed batch must be reviewed (and confirmed) again.
-        approve_form.data = approve_form.data.copy()
-        approve_form.data["fingerprint"] = data["fingerprint"]
+        posted = request.POST.copy()
+        posted["fingerprint"] = data["fingerprint"]
+        approve_form.data = posted
     context = {
         "outage": outage,
         "only": only,
