@@ -269,7 +269,11 @@ def prepare_progress(outage):
     run = outage.prepare_runs.order_by("-id").first()
     if run is None:
         return None
-    results = list(run.results.select_related("incident__tournament", "proposal").order_by("id"))
+    results = list(
+        run.results.select_related("incident__tournament", "proposal").order_by(
+            "incident__tournament__external_id"
+        )
+    )
     counts: defaultdict[str, int] = defaultdict(int)
     for result in results:
         counts[result.outcome] += 1

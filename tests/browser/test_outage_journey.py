@@ -60,8 +60,13 @@ def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
     page.wait_for_selector("text=every tournament still open is cancelled")
     page.click("#prepare-all")
     page.wait_for_selector("#prepare-state:has-text('Done')", timeout=60000)
+    # Once done, the page reloads itself: every tournament shows its submitted proposal.
+    page.wait_for_function(
+        "document.querySelectorAll('#outage-tournaments .badge.submitted').length === 3"
+    )
     assert page.locator("#prepare-results tbody tr").count() == 3
     assert "Prepared and submitted" in page.inner_text("#prepare-results")
+    shot(page, "outage", max_height=1400)
 
     # A manager reviews the batch and approves it all with their password.
     mpage = open_as(manager)

@@ -253,3 +253,11 @@ def test_the_review_page_flags_a_stale_proposal_before_approval(client, support,
     login(client, manager)
     page = client.get(f"/outages/{o.pk}/review/").content.decode()
     assert page.count('class="error stale"') == 1 and "re-imported" in page
+
+
+def test_the_prepare_progress_reloads_the_page_once_the_run_finished(client, support):
+    o = prepared_outage(support)
+    login(client, support)
+    partial = client.get(f"/outages/{o.pk}/prepare/progress/", headers={"HX-Request": "true"})
+    assert partial["HX-Refresh"] == "true"
+    assert "Prepared and submitted" in partial.content.decode()

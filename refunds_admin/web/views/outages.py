@@ -294,12 +294,14 @@ def outage_prepare(request, pk):
 def outage_prepare_progress(request, pk):
     """htmx: the batch prepare's progress bar and per-tournament results, polled while it runs."""
     outage = get_outage_for(request, pk)
-    template = "web/outage_detail.html#prepare"
-    return render(
-        request,
-        template,
-        {"outage": outage, "prepare": batches.prepare_progress(outage)},
+    prepare = batches.prepare_progress(outage)
+    response = render(
+        request, "web/outage_detail.html#prepare", {"outage": outage, "prepare": prepare}
     )
+    if request.htmx and prepare is not None and not prepare["active"]:
+        # Finished: reload the whole page, so that the tournaments show their proposals.
+        response["HX-Refresh"] = "true"
+    return response
 
 
 # --------------------------------------------------------------------------------------------
