@@ -103,3 +103,17 @@ def test_a_client_whose_user_lost_the_role_is_refused(api, token, support):
     response = _post(api, _body(["A-1"]), token)
     assert response.status_code == 403
     assert Outage.objects.count() == 0
+
+
+def test_the_same_call_again_answers_200_with_the_outage_already_recorded(api, token, support):
+    for x in ("A-1", "A-2"):
+        import_doc(support, external_id=x)
+    body = _body(["A-1", "A-2"])
+    first = _post(api, body, token)
+    again = _post(api, body, token)  # the platform retried after a timeout
+    assert first.status_code == 201 and again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    assert Outage.objects.count() == 1 and Incident.objects.count() == 2
+    # A different set of tournaments at the same time is another call: refused, not merged.
+    other = _post(api, {**body, "external_ids": ["A-1"]}, token)
+    assert other.status_code == 400 and "already has an incident" in other.content.decode()

@@ -66,6 +66,18 @@ def tournaments_running_at(failed_at, q="", *, limit=None):
     return tournaments[:limit] if limit else tournaments
 
 
+def already_recorded(*, failed_at, cause, tournaments):
+    """The outage recorded with exactly this failure time and cause for exactly these
+    tournaments, or None: a call the platform retried (after a timeout) gets the same answer
+    instead of a refusal."""
+    wanted = {t.pk for t in tournaments}
+    for outage in Outage.objects.filter(failed_at=failed_at, cause=cause).order_by("pk"):
+        members = set(incidents_of(outage).values_list("tournament_id", flat=True))
+        if members == wanted:
+            return outage
+    return None
+
+
 def resolve_external_ids(external_ids):
     """Tournaments for the platform's external ids, and a problem per unknown or snapshot-less
     one (as (external_id, message) pairs)."""
@@ -185,13 +197,17 @@ def record_outage(*, failed_at, cause, description, tournaments, acting_user, pe
 def record_outage_for_external_ids(
     *, failed_at, cause, description, external_ids, acting_user, people_involved=""
 ):
-    """The API's entry point: tournaments named by the platform's ids, every problem at once."""
+    """The API's entry point: tournaments named by the platform's ids, every problem at once.
+    Returns (outage, created): the same call again returns the outage already recorded."""
     require_role(acting_user, CAN_PREPARE, "record outages")
     tournaments, problems = resolve_external_ids(external_ids)
     problems = _check_outage_fields(failed_at, cause) + problems
     if problems:
         raise Refused("The outage was refused; nothing was recorded.", problems=problems)
-    return record_outage(
+    existing = already_recorded(failed_at=failed_at, cause=cause, tournaments=tournaments)
+    if existing is not None:
+        return existing, False
+    outage = record_outage(
         failed_at=failed_at,
         cause=cause,
         description=description,
@@ -199,6 +215,7 @@ def record_outage_for_external_ids(
         acting_user=acting_user,
         people_involved=people_involved,
     )
+    return outage, True
 
 
 def _locked(outage):

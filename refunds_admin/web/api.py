@@ -116,7 +116,8 @@ def _parse(body):
 @require_POST
 def outages(request):
     """Record an outage: one failure across the listed tournaments, all or nothing. A 400 lists
-    a problem per unknown or snapshot-less tournament (by its external id) and per bad field."""
+    a problem per unknown or snapshot-less tournament (by its external id) and per bad field.
+    The same call again (a retry) answers 200 with the outage already recorded."""
     client = authenticate_api_client(_bearer_token(request))
     if client is None:
         return _error(
@@ -131,7 +132,7 @@ def outages(request):
             # Malformed fields: still name every unknown tournament, so one answer lists all.
             _, unknown = outage_services.resolve_external_ids(fields["external_ids"])
             raise Refused(refused, problems=problems + unknown)
-        outage = outage_services.record_outage_for_external_ids(
+        outage, created = outage_services.record_outage_for_external_ids(
             acting_user=client.acting_user, **fields
         )
     except PermissionDenied as e:
@@ -150,5 +151,5 @@ def outages(request):
                 for i in members
             ],
         },
-        status=201,
+        status=201 if created else 200,
     )
