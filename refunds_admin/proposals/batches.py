@@ -95,14 +95,15 @@ def start_prepare(outage, *, acting_user):
 
 
 def kick_prepare(run_id):
+    """Queue the job. Never raises: with the broker down the run stays queued (it is its own
+    outbox row) and starting the batch prepare again queues it again."""
     from .tasks import prepare_outage
 
     try:
         prepare_outage.delay(run_id)
     except Exception:
-        log.warning("could not queue the batch prepare run %s", run_id, exc_info=True)
-        OutagePrepareRun.objects.filter(pk=run_id, state=RunState.QUEUED).update(
-            state=RunState.FAILED, last_error="could not queue the job; start it again"
+        log.warning(
+            "could not queue the batch prepare run %s; start it again", run_id, exc_info=True
         )
 
 
