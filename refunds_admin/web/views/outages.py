@@ -24,6 +24,7 @@ from refunds_admin.payouts.money import display, format_cents
 from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.reports import outages as outage_reports
+from refunds_admin.tournaments.models import Tournament
 
 from ..access import get_outage_for, role_required
 from ..forms import (
@@ -71,7 +72,14 @@ def _candidates_context(form):
         outage_services.tournaments_running_at(failed_at, data.get("q", ""))[:CANDIDATES_SHOWN]
     )
     chosen_ids = {t.pk for t in chosen}
-    listed = [t for t in chosen if t.pk not in {m.pk for m in matching}] + matching
+    shown = {m.pk for m in matching}
+    # Ticked but not matching the search: still listed (first), with their snapshot.
+    kept = list(
+        Tournament.objects.filter(pk__in=chosen_ids - shown)
+        .select_related("current_snapshot")
+        .order_by("external_id")
+    )
+    listed = kept + matching
     return {
         "candidates": listed,
         "chosen_ids": chosen_ids,
