@@ -318,3 +318,28 @@ def test_the_tournaments_are_shared_fairly_between_the_parts_of_a_run(support):
     assert len(parts) == 2
     assert all(len(n & {"BIG-1", "BIG-2"}) == 1 for n in names)  # the two big ones apart
     assert sorted(len(n) for n in names) == [3, 3]
+
+
+def test_every_outage_event_reads_as_a_sentence(support, manager, other_manager):
+    from refunds_admin.audit.display import describe
+
+    o = outage(support, failed_ago=timedelta(minutes=5), docs={"OUT-3": {"currency": "EUR"}})
+    outages.add_tournament(
+        o, import_doc(support, external_id="LATE").tournament, acting_user=support
+    )
+    first = outages.incidents_of(o)[0]
+    outages.mark_resumed(o, [first.pk], resumed_at=timezone.now(), acting_user=support)
+    outages.declare_rest_not_resumable(o, reason="rack gone", acting_user=manager)
+    outages.confirm_site_wide_issue(o, justification="whole DC", acting_user=manager)
+    batches.run_prepare(batches.start_prepare(o, acting_user=support).pk)
+    approve_outage(o, other_manager)
+    events = AuditEvent.objects.filter(action__startswith="outage.") | AuditEvent.objects.filter(
+        action="incident.joined_outage"
+    )
+    actions = set(events.values_list("action", flat=True))
+    assert len(actions) == 9, actions  # every outage action but window_passed, and joining one
+    for event in events:
+        sentence = describe(event)
+        assert f": {event.action} on " not in sentence, sentence  # not the fallback
+    approved = AuditEvent.objects.get(action="outage.batch_approved")
+    assert "EUR" in describe(approved) and "USD" in describe(approved)
