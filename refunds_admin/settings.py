@@ -227,7 +227,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-unposted-proposals": {"task": "ledger.sweep_unposted", "schedule": 60.0},
     "flag-overdue-incidents": {"task": "incidents.flag_overdue", "schedule": 60.0},
     # /healthz shows when beat last sent this and when a worker last finished a task.
-    "heartbeat": {"task": "ops.heartbeat", "schedule": 30.0},
+    "heartbeat": {"task": "ops.heartbeat", "schedule": float(env_int("HEARTBEAT_EVERY", 30))},
 }
 
 # Posting (refunds_admin/ledger, docs/posting.md): lines per chunk (one transaction each),

@@ -1,7 +1,8 @@
 """What /healthz reports: the database, and with Redis the broker and the Celery heartbeats.
 
 Beat stamps the time each time it sends the `ops.heartbeat` task; a worker stamps the time
-each time it finishes a task (any task, the heartbeat at least every HEARTBEAT_EVERY seconds).
+each time it finishes a task (any task; beat sends the heartbeat every HEARTBEAT_EVERY seconds,
+30 by default).
 Both stamps live in Redis, so every web process reads the same ones.
 """
 
@@ -11,7 +12,6 @@ from functools import lru_cache
 from django.conf import settings
 from django.db import connection
 
-HEARTBEAT_EVERY = 30  # seconds between two heartbeat tasks (CELERY_BEAT_SCHEDULE)
 _KEY = "refunds_admin:heartbeat:{}"
 _TTL = 7 * 24 * 3600
 
