@@ -90,7 +90,10 @@ def watch_csp(context, violations):
 
 @pytest.fixture
 def csp_violations():
-    """The CSP violations seen by the pages of `open_as`; the test fails if any remain."""
+    """The CSP violations seen by the pages of `open_as`; the test fails if any remain.
+
+    Wait with locators (`expect(...)`), not `page.wait_for_function("...")`: Playwright polls
+    that string with eval(), which the policy refuses, and the refusal is reported here."""
     violations = []
     yield violations
     assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)

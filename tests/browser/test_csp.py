@@ -12,6 +12,7 @@ from collections import deque
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
 from .conftest import is_csp_violation, watch_csp
 from .helpers import approved_proposal, open_incident, submitted_proposal, wait_until_posted
@@ -54,7 +55,8 @@ def crawl(page, origin):
         response = page.goto(url)
         assert response is not None and response.status < 500, (url, response and response.status)
         # Let htmx finish what the page loads on its own (hx-trigger="load" and the like).
-        page.wait_for_function("!document.querySelector('.htmx-request')", timeout=5000)
+        # (A locator wait: wait_for_function's eval() would itself break the policy.)
+        expect(page.locator(".htmx-request")).to_have_count(0, timeout=5000)
         if "html" in (response.headers.get("content-type") or ""):
             queue.extend(u for u in _links(page, origin) if u not in seen)
     return {url.split("?", 1)[0] for url in seen}
