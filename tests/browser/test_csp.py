@@ -27,14 +27,14 @@ SKIP = ("/accounts/logout/", "/admin/")
 DOWNLOADS = (".csv", ".json")
 
 
-def _links(page, origin):
+def _links(page, origin, skip):
     hrefs = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
     for href in hrefs:
         url = urldefrag(href).url
         parts = urlsplit(url)
         if f"{parts.scheme}://{parts.netloc}" != origin:
             continue
-        if parts.path.startswith(SKIP) or parts.path.endswith(DOWNLOADS):
+        if parts.path.startswith(skip) or parts.path.endswith(DOWNLOADS):
             continue
         yield parts.path + (f"?{parts.query}" if parts.query else "")
 
@@ -43,10 +43,10 @@ def _kind(url):
     return re.sub(r"/[^/]*\d[^/]*(?=/)", "/*", url.split("?", 1)[0])
 
 
-def crawl(page, origin):
-    """Breadth-first over the same-origin links from the dashboard; returns the paths seen."""
-    seen, per_kind, queue = set(), {}, deque(["/"])
-    while queue and len(seen) < MAX_PAGES:
+def crawl(page, origin, start="/", max_pages=MAX_PAGES, skip=SKIP):
+    """Breadth-first over the same-origin links from `start`; returns the paths seen."""
+    seen, per_kind, queue = set(), {}, deque([start])
+    while queue and len(seen) < max_pages:
         url = queue.popleft()
         if url in seen or per_kind.get(_kind(url), 0) >= SAME_KIND:
             continue
@@ -58,7 +58,7 @@ def crawl(page, origin):
         # (A locator wait: wait_for_function's eval() would itself break the policy.)
         expect(page.locator(".htmx-request")).to_have_count(0, timeout=5000)
         if "html" in (response.headers.get("content-type") or ""):
-            queue.extend(u for u in _links(page, origin) if u not in seen)
+            queue.extend(u for u in _links(page, origin, skip) if u not in seen)
     return {url.split("?", 1)[0] for url in seen}
 
 
@@ -132,3 +132,27 @@ def test_it_sees_a_violation_when_a_page_breaks_the_policy(browser, live_server,
     directives = " ".join(violations)
     assert "style-src" in directives and "script-src" in directives
     assert len({v for v in violations if v.split(": ", 1)[1].startswith("CSP violation")}) >= 3
+
+
+def test_it_shows_the_admin_to_a_superuser_without_a_csp_violation(
+    browser, live_server, django_user_model, every_state, csp_violations
+):
+    """The superuser's pages are Django's admin: its list, change and history pages keep to
+    the same policy."""
+    django_user_model.objects.create_superuser("root", "root@example.com", "pw-root")
+    context = browser.new_context(base_url=live_server.url)
+    watch_csp(context, csp_violations)
+    try:
+        page = context.new_page()
+        page.goto("/admin/login/")
+        page.fill("#id_username", "root")
+        page.fill("#id_password", "pw-root")
+        page.click("input[type=submit]")
+        page.wait_for_url(live_server.url + "/admin/")
+        seen = crawl(page, live_server.url, start="/admin/", max_pages=25, skip=("/admin/logout/",))
+        submitted, _ = every_state
+        page.goto(f"/admin/proposals/payoutproposal/{submitted.pk}/change/")
+        page.goto("/admin/auth/user/add/")
+    finally:
+        context.close()
+    assert "/admin/auth/user/" in seen and len(seen) >= 20, seen
