@@ -61,6 +61,7 @@ if not DEBUG and not ALLOWED_HOSTS:
         "site is served under, e.g. ALLOWED_HOSTS=refunds.example.com"
     )
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+CSRF_FAILURE_VIEW = "refunds_admin.web.views.errors.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
