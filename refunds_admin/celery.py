@@ -1,3 +1,4 @@
+import contextvars
 import inspect
 import os
 
@@ -21,7 +22,7 @@ def _beat_sent_heartbeat(sender=None, **kwargs):
 
 
 # Log lines written while a task runs name the task and the proposal/incident it works on.
-_tokens = {}
+_tokens: dict[str, contextvars.Token] = {}
 
 
 @signals.task_prerun.connect

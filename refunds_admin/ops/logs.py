@@ -12,18 +12,12 @@ import json
 import logging
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 # What the current request or task is about; a fresh dict per request/task (bind/unbind).
-_context = contextvars.ContextVar("ops_log_context", default=None)  # noqa: B039 (reset per use)
-
-CONTEXT_FIELDS = (
-    "request_id",
-    "user_id",
-    "proposal_id",
-    "incident_id",
-    "tournament_id",
-    "task",
-    "task_id",
+_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "ops_log_context",
+    default=None,
 )
 
 
