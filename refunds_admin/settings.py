@@ -277,9 +277,8 @@ if LOG_FORMAT not in ("text", "json"):
 LOG_LEVEL = env("LOG_LEVEL", "INFO")
 # One line per request from the app (with user and object ids); gunicorn's access log has its own.
 LOG_REQUESTS = env_bool("LOG_REQUESTS", LOG_FORMAT == "json")
-if LOG_FORMAT == "json":
-    # The worker logs through the same handler instead of Celery's own format.
-    CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's worker and beat log through this handler (its format and masking), not their own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -30,18 +30,19 @@ def _client():
 
 
 def database_ok():
-    try:
-        connection.ensure_connection()
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            return cursor.fetchone() == (1,)
-    except Exception:  # any failure means "not answering"; the reason is not the prober's business
-        # A broken persistent connection must not stay for the next request.
+    # Twice: a kept-alive connection that a database restart broke fails once, then reconnects.
+    for _ in range(2):
         try:
-            connection.close()
-        except Exception:
-            pass
-        return False
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                if cursor.fetchone() == (1,):
+                    return True
+        except Exception:  # any failure is "not answering"; the reason is not the prober's
+            try:
+                connection.close()
+            except Exception:
+                pass
+    return False
 
 
 def stamp(which, now=None):
