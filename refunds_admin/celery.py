@@ -33,7 +33,11 @@ def _bind_task_log_context(task_id=None, task=None, args=None, kwargs=None, **_)
     try:
         bound = inspect.signature(task.run).bind_partial(*(args or ()), **(kwargs or {}))
         fields.update(
-            {k: v for k, v in bound.arguments.items() if k in ("proposal_id", "incident_id")}
+            {
+                k: v
+                for k, v in bound.arguments.items()
+                if k in ("proposal_id", "incident_id", "outage_id")
+            }
         )
     except (TypeError, ValueError):
         pass

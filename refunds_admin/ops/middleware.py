@@ -18,8 +18,9 @@ _PK_FIELDS = {
     "proposals": "proposal_id",
     "incidents": "incident_id",
     "tournaments": "tournament_id",
+    "outages": "outage_id",
 }
-_ID_KWARGS = {"proposal_id", "incident_id", "tournament_id"}
+_ID_KWARGS = {"proposal_id", "incident_id", "tournament_id", "outage_id"}
 
 
 class HealthCheckMiddleware:
