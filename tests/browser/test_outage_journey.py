@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from refunds_admin.incidents import services as incidents
 from refunds_admin.outages.models import Outage
@@ -41,9 +42,9 @@ def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
     page.wait_for_selector("#candidates >> text=UNRELATED-9")
     assert page.locator("input.candidate").count() == 4
     page.fill("#id_q", "OUT-DC1")
-    page.wait_for_function("document.querySelectorAll('input.candidate').length === 3")
+    expect(page.locator("input.candidate")).to_have_count(3)
     page.check("#select-all")
-    assert page.inner_text("#chosen-count") == "3"
+    expect(page.locator("#chosen-count")).to_have_text("3")
     page.select_option("#id_cause", "server_crash")
     page.fill("#id_description", "Data centre 1 lost power; every table server went down.")
     page.fill("#id_people_involved", "Ops on call: J. Rivera; support lead: S. Kim")
@@ -61,9 +62,7 @@ def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
     page.click("#prepare-all")
     page.wait_for_selector("#prepare-state:has-text('Done')", timeout=60000)
     # Once done, the page reloads itself: every tournament shows its submitted proposal.
-    page.wait_for_function(
-        "document.querySelectorAll('#outage-tournaments .badge.submitted').length === 3"
-    )
+    expect(page.locator("#outage-tournaments .badge.submitted")).to_have_count(3)
     assert page.locator("#prepare-results tbody tr").count() == 3
     assert "Prepared and submitted" in page.inner_text("#prepare-results")
     shot(page, "outage", max_height=1400)
