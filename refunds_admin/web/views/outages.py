@@ -27,14 +27,8 @@ from refunds_admin.reports import outages as outage_reports
 from refunds_admin.tournaments.models import Tournament
 
 from ..access import get_outage_for, role_required
-from ..forms import (
-    AddTournamentForm,
-    ApproveForm,
-    JustificationForm,
-    OutageForm,
-    OutageResumedForm,
-    ReasonForm,
-)
+from ..forms import ApproveForm, JustificationForm, ReasonForm
+from ..outage_forms import AddTournamentForm, OutageForm, OutageResumedForm
 
 CANDIDATES_SHOWN = 500
 
