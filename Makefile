@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test bench lint format check-examples screenshots clean
+.PHONY: install run test test-a-year-ahead bench lint format check-examples screenshots clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,13 @@ run: install
 test: install
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The SQLite part of the suite with the clock moved a year ahead (libfaketime, Debian's
+# `faketime`): no test may depend on today's date. Services and the browser are left out (the
+# PostgreSQL server and chromium keep the real clock).
+test-a-year-ahead: install
+	env -u DATABASE_URL -u REDIS_URL -u REQUIRE_SERVICES faketime -f '+400d' \
+		$(PY) -m pytest -p no:cacheprovider -q --ignore=tests/browser -m "not browser" $(PYTEST_ARGS)
 
 # Refresh docs/screenshots/ from the browser journeys (needs DATABASE_URL and REDIS_URL, so
 # that the posting job shows progress).
