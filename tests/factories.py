@@ -104,3 +104,84 @@ def approved_proposal(preparer, approver, **kwargs):
     return proposals.approve_proposal(
         proposal, acting_user=approver, fingerprint=proposal.fingerprint
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Snapshots whose proposal lines come out exactly as a test needs (posting, the ledger)
+# --------------------------------------------------------------------------------------------
+
+
+def _money(cents):
+    return f"{cents // 100}.{cents % 100:02d}"
+
+
+def lines_doc(amounts, *, external_id="T-LINES", currency="USD"):
+    """A snapshot document whose proposal, once the incident is cancelled, has exactly these
+    lines: `amounts` holds one (buy_in_refund, next_prize, chip_equity, fee_refund) tuple in
+    cents per entry, for entries e000001, e000002, ... of players p000001, p000002, ...
+
+    The real engine computes them, so only lines the payout rules can produce are possible:
+    - no next prize and no chip equity anywhere: the full refund (the failure 10 minutes after
+      the start); each entry paid exactly the buy-in and fee it gets back (0 for a freeroll);
+    - chip equity but no next prize: "not in the money". Lines with money are the active
+      entries (each with some equity, unless no line has any), all-zero lines the eliminated
+      ones; one paid place holds the whole pool, and an entry's chips are its equity in cents,
+      so each exact share is a whole number of cents;
+    - a next prize: "in the money". Every active line has the same next prize and no buy-in
+      refund; places 2..N pay the next prize and place 1 also the whole equity pool.
+    Rule 2 needs at least two active entries. Raises ValueError for lines no rule produces.
+    Use with `approved_proposal(..., doc=lines_doc(...))` (or `import_doc`, `open_incident`...):
+    the incident fails 40 minutes ago, so the document starts 50 minutes ago for the full
+    refund and 2 hours ago for the others.
+    """
+    amounts = [tuple(a) for a in amounts]
+    if any(len(a) != 4 or min(a) < 0 for a in amounts):
+        raise ValueError("each line is (buy_in_refund, next_prize, chip_equity, fee_refund) >= 0")
+    with_money = [a for a in amounts if any(a)]
+    next_prizes = {a[1] for a in with_money}
+    equity = sum(a[2] for a in amounts)
+    full_refund = not equity and next_prizes <= {0}
+    if not full_refund:
+        if len(with_money) < 2:
+            raise ValueError("rule 2 needs at least two active entries (lines with money)")
+        if equity and any(a[2] == 0 for a in with_money):
+            raise ValueError("under rule 2 every active entry gets some chip equity")
+        if next_prizes != {0} and (len(next_prizes) > 1 or any(a[0] for a in with_money)):
+            raise ValueError("in the money, active entries share one next prize, no buy-in")
+
+    def entry(i, a):
+        buy_in, next_prize, chip_equity, fee = a
+        ids = {"entry_id": f"e{i:06d}", "player_id": f"p{i:06d}", "screen_name": f"player{i}"}
+        if full_refund:  # everyone gets back what they paid; chips do not matter
+            return ids | {"status": "active", "chips": 1000, "buy_in_paid": _money(buy_in),
+                          "fee_paid": _money(fee)}  # fmt: skip
+        if not any(a):
+            return ids | {"status": "eliminated"}
+        return ids | {"status": "active", "chips": chip_equity or 1, "buy_in_paid": _money(buy_in),
+                      "fee_paid": _money(fee)}  # fmt: skip
+
+    entries = [entry(i, a) for i, a in enumerate(amounts, start=1)]
+    if full_refund:
+        prizes = [100_00]
+    elif next_prizes == {0}:  # not in the money: the remaining pool is the whole prize table
+        prizes = [sum(a[0] for a in with_money) + equity]
+    else:  # in the money: places 1..N are the remaining pool, place N the next prize
+        (next_prize,) = next_prizes
+        prizes = [next_prize + equity] + [next_prize] * (len(with_money) - 1)
+    started = timezone.now() - (timedelta(minutes=50) if full_refund else timedelta(hours=2))
+    return {
+        "format": "tournament-snapshot/1",
+        "tournament": {
+            "external_id": external_id,
+            "name": f"Lines test {external_id}",
+            "currency": currency,
+            "buy_in": "10.00",
+            "fee": "1.00",
+            "starts_at": started.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "prizes": [
+                {"place": place, "amount": _money(amount)}
+                for place, amount in enumerate(prizes, start=1)
+            ],
+        },
+        "entries": entries,
+    }
