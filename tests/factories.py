@@ -7,11 +7,12 @@ selects "not in the money" (4 active > 3 paid places); within 20 minutes, the fu
 """
 
 import json
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from django.utils import timezone
 
 from refunds_admin.incidents import services as incidents
+from refunds_admin.ledger import services as ledger
 from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.models import Snapshot
 from refunds_admin.tournaments.services import import_snapshot
@@ -71,14 +72,21 @@ def import_doc(user, doc=None, **kwargs):
     return import_snapshot(dumps(doc).encode(), acting_user=user, source=Snapshot.Source.UPLOAD)
 
 
-def open_incident(user, *, failed_ago=timedelta(minutes=5), **kwargs):
-    """A tournament that started 2 hours ago and failed `failed_ago` ago."""
+def open_incident(
+    user,
+    *,
+    failed_ago=timedelta(minutes=5),
+    cause="server_crash",
+    description="game server crashed",
+    **kwargs,
+):
+    """A tournament that started 2 hours ago (or as `doc` says) and failed `failed_ago` ago."""
     tournament = import_doc(user, **kwargs).tournament
     return incidents.record_incident(
         tournament,
         failed_at=timezone.now() - failed_ago,
-        cause="server_crash",
-        description="game server crashed",
+        cause=cause,
+        description=description,
         acting_user=user,
     )
 
@@ -184,4 +192,100 @@ def lines_doc(amounts, *, external_id="T-LINES", currency="USD"):
             ],
         },
         "entries": entries,
+    }
+
+
+def partly_posted_proposal(preparer, approver, *, chunks=1, **kwargs):
+    """An approved proposal whose posting job booked its first chunk(s) and stopped there, as a
+    worker does between chunks (the job stays running; a worker finishes it later)."""
+    proposal = approved_proposal(preparer, approver, **kwargs)
+    ledger.post_proposal(proposal.pk, max_chunks=chunks)
+    proposal.refresh_from_db()
+    return proposal
+
+
+# --------------------------------------------------------------------------------------------
+# The tournaments the pages and the browser journeys show
+# --------------------------------------------------------------------------------------------
+
+SUNDAY_SPECIAL_PRIZES = [1200_00, 400_00, 200_00, 100_00, 50_00]
+
+
+def sunday_special_doc(
+    external_id="UP-TEST-1",
+    *,
+    entries=30,
+    active=10,
+    starts_at=None,
+    prizes=SUNDAY_SPECIAL_PRIZES,
+    chips=None,
+    awarded=None,
+):
+    """The "$30 + $3 Sunday Special" the web pages show: entries e000, e001, ... of players
+    p000, ... (screen names player000, ...); the first `active` entries are active, entry i with
+    `chips(i)` chips ((i + 1) * 1,000 by default). `prizes` in cents, place 1 first. `awarded`
+    maps an eliminated entry's index to the prize (cents) the platform says it was awarded.
+    Play started at `starts_at` (default: two hours ago)."""
+    starts_at = starts_at or timezone.now() - timedelta(hours=2)
+    chips = chips or (lambda i: (i + 1) * 1000)
+    awarded = awarded or {}
+
+    def entry(i):
+        e = {"entry_id": f"e{i:03d}", "player_id": f"p{i:03d}", "screen_name": f"player{i:03d}"}
+        if i < active:
+            return e | {"status": "active", "chips": chips(i)}
+        if i in awarded:
+            e["prize_awarded"] = _money(awarded[i])
+        return e | {"status": "eliminated"}
+
+    return {
+        "format": "tournament-snapshot/1",
+        "tournament": {
+            "external_id": external_id,
+            "name": "$30 + $3 Sunday Special",
+            "currency": "USD",
+            "buy_in": "30.00",
+            "fee": "3.00",
+            "starts_at": starts_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "prizes": [
+                {"place": place, "amount": _money(amount)}
+                for place, amount in enumerate(prizes, start=1)
+            ],
+        },
+        "entries": [entry(i) for i in range(entries)],
+    }
+
+
+SUNDAY_MAJOR_PRIZES = [5000_00, 2500_00, 1500_00, 1000_00, 800_00, 600_00, 450_00, 350_00, 250_00]
+
+
+def sunday_major_doc(external_id="UP-2026-BROWSER-1", *, entries=400, active=60, starts_at=None):
+    """The "$100 + $9 Sunday Major" of the browser journeys: 400 entries E0000... of players
+    P0000... (screen names shark0000...), 60 of them active, 9 paid places; play started two
+    hours ago (so an incident 40 minutes ago is past its 30-minute window)."""
+    starts_at = starts_at or timezone.now().replace(microsecond=0) - timedelta(hours=2)
+    return {
+        "format": "tournament-snapshot/1",
+        "tournament": {
+            "external_id": external_id,
+            "name": "$100 + $9 Sunday Major",
+            "currency": "USD",
+            "buy_in": "100.00",
+            "fee": "9.00",
+            "starts_at": starts_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "prizes": [
+                {"place": place, "amount": _money(amount)}
+                for place, amount in enumerate(SUNDAY_MAJOR_PRIZES, start=1)
+            ],
+        },
+        "entries": [
+            {
+                "entry_id": f"E{i:04d}",
+                "player_id": f"P{i:04d}",
+                "screen_name": f"shark{i:04d}",
+                "status": "active" if i < active else "eliminated",
+                **({"chips": (i * 7919) % 90000 + 2000} if i < active else {}),
+            }
+            for i in range(entries)
+        ],
     }

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from tests.factories import approved_proposal, lines_doc
+from tests.factories import approved_proposal, lines_doc, submitted_proposal
 
 ROOT = Path(__file__).resolve().parent.parent
 _serial = count(1)
@@ -36,6 +36,16 @@ def _user(username, role):
         user.save()
         user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
+
+
+def make_submitted_proposal(lines=10, *, amounts=None, currency="USD"):
+    """As make_approved_proposal, but left submitted: the manager `posting_approver` (who did
+    not prepare it) may approve it."""
+    if amounts is None:
+        amounts = [(1000, 0, 0, 100)] * lines
+    doc = lines_doc(amounts, external_id=f"PT-{os.getpid()}-{next(_serial)}", currency=currency)
+    _user("posting_approver", "manager")
+    return submitted_proposal(_user("posting_preparer", "support"), doc=doc)
 
 
 def make_approved_proposal(lines=10, *, amounts=None, currency="USD", schedule=True):

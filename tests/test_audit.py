@@ -13,7 +13,6 @@ from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals import services as proposals
 
 from .factories import import_doc, open_incident
-from .posting_stub import record_scheduled_postings
 
 pytestmark = pytest.mark.django_db
 
@@ -23,9 +22,8 @@ def _actions():
 
 
 def test_it_writes_one_event_per_state_change_through_the_whole_flow(
-    support, manager, other_manager, monkeypatch
+    support, manager, other_manager
 ):
-    record_scheduled_postings(monkeypatch)
     incident = open_incident(support, failed_ago=timedelta(minutes=40))
     incidents.log_restart_attempt(
         incident,

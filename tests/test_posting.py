@@ -112,7 +112,7 @@ def test_it_schedules_only_approved_proposals_once():
         services.schedule_posting(proposal, actor=None)
         services.schedule_posting(proposal, actor=None)
     assert PostingJob.objects.filter(proposal=proposal).count() == 1
-    PayoutProposal.objects.filter(pk=proposal.pk).update(status="posted")
+    assert services.post_proposal(proposal.pk) == "posted"
     proposal.refresh_from_db()
     with pytest.raises(Refused), transaction.atomic():
         services.schedule_posting(proposal, actor=None)
