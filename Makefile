@@ -25,9 +25,13 @@ run: install
 
 # The whole suite. With DATABASE_URL and REDIS_URL set it runs against PostgreSQL and a real
 # Celery worker on Redis; REQUIRE_SERVICES=1 turns a missing service or browser into a failure.
+# Coverage is measured on the way; tools/coverage_floors.py then fails the run when
+# refunds_admin/payouts/ is below 95% or any services.py below 90%, and prints the figures.
 test: install
 	$(PY) -m ruff check .
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m ruff format --check .
+	$(PY) -m pytest --cov --cov-report= $(PYTEST_ARGS)
+	$(PY) tools/coverage_floors.py
 
 # The SQLite part of the suite with the clock moved a year ahead (libfaketime, Debian's
 # `faketime`): no test may depend on today's date. Services and the browser are left out (the
@@ -56,4 +60,4 @@ check-examples: install
 	$(PY) ../shared/tools/check-examples .
 
 clean:
-	rm -rf $(VENV) db.sqlite3
+	rm -rf $(VENV) db.sqlite3 .coverage
