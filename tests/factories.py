@@ -6,8 +6,10 @@ The standard tournament: 10 entries, 4 of them still active (chips 40,000 / 30,0
 selects "not in the money" (4 active > 3 paid places); within 20 minutes, the full refund.
 """
 
+import copy
 import json
 from datetime import UTC, timedelta
+from pathlib import Path
 
 from django.utils import timezone
 
@@ -289,3 +291,54 @@ def sunday_major_doc(external_id="UP-2026-BROWSER-1", *, entries=400, active=60,
             for i in range(entries)
         ],
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Plain documents for the pure engine (no database): as a platform would send them, with the
+# incident in the document, on a fixed day (the engine never reads the clock)
+# --------------------------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).parent / "data" / "examples"
+
+
+def example(name):
+    scenario = json.loads((EXAMPLES / f"{name}.scenario.json").read_text())
+    expected = json.loads((EXAMPLES / f"{name}.expected.json").read_text())
+    return scenario, expected
+
+
+def engine_doc(*, entries, prizes=None, buy_in="30.00", fee="3.00", failed_after="00:30:00",
+               site_wide=False, currency="USD", chips_in_play=None):  # fmt: skip
+    """A tournament-snapshot/1 document with its incident: play started 2026-11-29 18:00 UTC and
+    failed `failed_after` ("HH:MM:SS") later."""
+    hours, minutes, seconds = failed_after.split(":")
+    doc = {
+        "format": "tournament-snapshot/1",
+        "tournament": {
+            "external_id": "T-1",
+            "name": "Test",
+            "currency": currency,
+            "buy_in": buy_in,
+            "fee": fee,
+            "starts_at": "2026-11-29T18:00:00Z",
+            "prizes": prizes or [{"place": 1, "amount": "60.00"}, {"place": 2, "amount": "30.00"}],
+        },
+        "entries": entries,
+        "incident": {
+            "failed_at": f"2026-11-29T{18 + int(hours):02d}:{minutes}:{seconds}Z",
+            "site_wide_issue": site_wide,
+        },
+    }
+    if chips_in_play is not None:
+        doc["tournament"]["chips_in_play"] = chips_in_play
+    return copy.deepcopy(doc)
+
+
+def active(n, chips):
+    """An active entry e<n> of player p<n> (for engine_doc)."""
+    return {"entry_id": f"e{n}", "player_id": f"p{n}", "status": "active", "chips": chips}
+
+
+def out(n, **extra):
+    """An eliminated entry e<n> of player p<n> (for engine_doc)."""
+    return {"entry_id": f"e{n}", "player_id": f"p{n}", "status": "eliminated", **extra}
