@@ -30,6 +30,7 @@ run: install
 test: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	$(PY) -m pytest --cov --cov-report= $(PYTEST_ARGS)
 	$(PY) tools/coverage_floors.py
 
@@ -51,6 +52,7 @@ bench: install
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 format: install
 	$(PY) -m ruff format .
