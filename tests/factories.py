@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from refunds_admin.incidents import services as incidents
 from refunds_admin.ledger import services as ledger
+from refunds_admin.payouts.money import format_cents
 from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.models import Snapshot
 
@@ -122,10 +123,6 @@ def approved_proposal(preparer, approver, **kwargs):
 # --------------------------------------------------------------------------------------------
 
 
-def _money(cents):
-    return f"{cents // 100}.{cents % 100:02d}"
-
-
 def lines_doc(amounts, *, external_id="T-LINES", currency="USD"):
     """A snapshot document whose proposal, once the incident is cancelled, has exactly these
     lines: `amounts` holds one (buy_in_refund, next_prize, chip_equity, fee_refund) tuple in
@@ -164,12 +161,12 @@ def lines_doc(amounts, *, external_id="T-LINES", currency="USD"):
         buy_in, next_prize, chip_equity, fee = a
         ids = {"entry_id": f"e{i:06d}", "player_id": f"p{i:06d}", "screen_name": f"player{i}"}
         if full_refund:  # everyone gets back what they paid; chips do not matter
-            return ids | {"status": "active", "chips": 1000, "buy_in_paid": _money(buy_in),
-                          "fee_paid": _money(fee)}  # fmt: skip
+            return ids | {"status": "active", "chips": 1000, "buy_in_paid": format_cents(buy_in),
+                          "fee_paid": format_cents(fee)}  # fmt: skip
         if not any(a):
             return ids | {"status": "eliminated"}
-        return ids | {"status": "active", "chips": chip_equity or 1, "buy_in_paid": _money(buy_in),
-                      "fee_paid": _money(fee)}  # fmt: skip
+        return ids | {"status": "active", "chips": chip_equity or 1, "buy_in_paid": format_cents(buy_in),
+                      "fee_paid": format_cents(fee)}  # fmt: skip
 
     entries = [entry(i, a) for i, a in enumerate(amounts, start=1)]
     if full_refund:
@@ -190,7 +187,7 @@ def lines_doc(amounts, *, external_id="T-LINES", currency="USD"):
             "fee": "1.00",
             "starts_at": started.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "prizes": [
-                {"place": place, "amount": _money(amount)}
+                {"place": place, "amount": format_cents(amount)}
                 for place, amount in enumerate(prizes, start=1)
             ],
         },
@@ -238,7 +235,7 @@ def sunday_special_doc(
         if i < active:
             return e | {"status": "active", "chips": chips(i)}
         if i in awarded:
-            e["prize_awarded"] = _money(awarded[i])
+            e["prize_awarded"] = format_cents(awarded[i])
         return e | {"status": "eliminated"}
 
     return {
@@ -251,7 +248,7 @@ def sunday_special_doc(
             "fee": "3.00",
             "starts_at": starts_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "prizes": [
-                {"place": place, "amount": _money(amount)}
+                {"place": place, "amount": format_cents(amount)}
                 for place, amount in enumerate(prizes, start=1)
             ],
         },
@@ -277,7 +274,7 @@ def sunday_major_doc(external_id="UP-2026-BROWSER-1", *, entries=400, active=60,
             "fee": "9.00",
             "starts_at": starts_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "prizes": [
-                {"place": place, "amount": _money(amount)}
+                {"place": place, "amount": format_cents(amount)}
                 for place, amount in enumerate(SUNDAY_MAJOR_PRIZES, start=1)
             ],
         },
