@@ -73,9 +73,22 @@ def make_approved_proposal(lines=10, *, amounts=None, currency="USD", schedule=T
     preparer = _user("posting_preparer", "support")
     approver = _user("posting_approver", "manager")
     if schedule:
-        return approved_proposal(preparer, approver, doc=doc)
-    with mock.patch.object(ledger, "schedule_posting"):
-        return approved_proposal(preparer, approver, doc=doc)
+        proposal = approved_proposal(preparer, approver, doc=doc)
+    else:
+        with mock.patch.object(ledger, "schedule_posting"):
+            proposal = approved_proposal(preparer, approver, doc=doc)
+    _check_lines(proposal, amounts)
+    return proposal
+
+
+def _check_lines(proposal, amounts):
+    """The engine computed exactly the lines the test asked for (lines_doc's promise)."""
+    stored = list(
+        proposal.lines.order_by("position").values_list(
+            "buy_in_refund_cents", "next_prize_cents", "chip_equity_cents", "fee_refund_cents"
+        )
+    )
+    assert stored == [tuple(a) for a in amounts], "lines_doc: the engine computed other lines"
 
 
 def expected_keys(proposal):
