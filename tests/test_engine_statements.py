@@ -61,3 +61,11 @@ def test_it_sums_the_buy_in_refunds_when_entries_paid_different_buy_ins():
     assert "Your share of remaining amount (1,000/4,500 X $20)\t$4.45" in text
     assert "Buy in refund\t$10.00" in text
     assert text.endswith("Total paid out\t$17.45")
+
+
+def test_it_never_claims_an_amount_for_each_when_the_buy_ins_differ_but_divide_evenly():
+    # 30 + 0 + 30 = 60.00 divides by 3, yet nobody was refunded 20.00.
+    entries = [active(1, 3000), active(2, 1000) | {"buy_in_paid": "0.00"}, active(4, 500)]
+    text = _explain(engine_doc(entries=entries, failed_after="01:00:00"), "e1")
+    assert "for each of the 3 players" not in text
+    assert "Buy-in refunds to the 3 players remaining\t$60.00" in text
