@@ -27,14 +27,8 @@ from .factories import (
     prepared_outage,
     snapshot_doc,
 )
-from .posting_stub import record_scheduled_postings
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _postings(monkeypatch):
-    return record_scheduled_postings(monkeypatch)
 
 
 def _outcomes(o):
@@ -118,7 +112,7 @@ def test_the_review_lists_every_proposal_with_totals_per_currency(support):
     assert all(r["capped"] == 0 for r in data["rows"])
 
 
-def test_a_manager_approves_the_whole_batch(support, manager, _postings):
+def test_a_manager_approves_the_whole_batch(support, manager):
     o = prepared_outage(support)
     approve_outage(o, manager)
     proposals = list(batches.live_proposals(o))

@@ -15,7 +15,6 @@ from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import PayoutProposal
 
 from .factories import prepared_outage
-from .posting_stub import record_scheduled_postings
 
 pytestmark = pytest.mark.postgres
 
@@ -28,7 +27,6 @@ def _user(django_user_model, name, role):
 
 @pytest.fixture
 def outage(transactional_db, django_user_model, monkeypatch, settings):
-    record_scheduled_postings(monkeypatch)
     # No worker here: posting jobs stay queued in the outbox (the approval is what is tested).
     settings.CELERY_TASK_ALWAYS_EAGER = False
     monkeypatch.setattr("refunds_admin.ledger.services.kick_posting", lambda proposal_id: True)

@@ -12,16 +12,10 @@ from refunds_admin.outages.models import Outage
 from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import PayoutProposal
 from tests.factories import import_doc, outage, prepared_outage, snapshot_doc
-from tests.posting_stub import record_scheduled_postings
 
 from .conftest import login
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _postings(monkeypatch):
-    return record_scheduled_postings(monkeypatch)
 
 
 def _local(dt):
