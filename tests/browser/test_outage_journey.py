@@ -10,11 +10,11 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from refunds_admin.incidents import services as incidents
 from refunds_admin.outages.models import Outage
 from refunds_admin.proposals.models import PayoutProposal
+from tests.factories import import_doc, sunday_major_doc
 
-from .conftest import shot, snapshot_file
+from .conftest import shot
 
 pytestmark = pytest.mark.browser
 
@@ -22,16 +22,12 @@ AFFECTED = ("OUT-DC1-A", "OUT-DC1-B", "OUT-DC1-C")
 
 
 def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
-    open_as, support, manager, tmp_path, request
+    open_as, support, manager, request
 ):
     if os.environ.get("REDIS_URL"):
         request.getfixturevalue("celery_worker_process").start()
     for external_id in (*AFFECTED, "UNRELATED-9"):
-        incidents.import_snapshot(
-            snapshot_file(tmp_path, external_id=external_id, entries=120, active=30).read_bytes(),
-            acting_user=support,
-            source="upload",
-        )
+        import_doc(support, sunday_major_doc(external_id, entries=120, active=30))
 
     # Support records the outage: the tournaments running at the failure time are listed.
     page = open_as(support)
