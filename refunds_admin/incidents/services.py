@@ -33,11 +33,17 @@ RULE_WORDS = {
 class RulePreview(NamedTuple):
     rule: str
     sentence: str
+    before_start: bool = False
 
 
 # --------------------------------------------------------------------------------------------
 # Reading the timing
 # --------------------------------------------------------------------------------------------
+
+
+def local_words(value):
+    """A moment as staff read it: in their time zone (the active one), named."""
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def _check_moment(value, field, *, not_before=None, not_before_what="", now=None):
@@ -49,10 +55,10 @@ def _check_moment(value, field, *, not_before=None, not_before_what="", now=None
         return [(field, "has no time zone; give the offset (e.g. +00:00) or UTC")]
     now = now or timezone.now()
     if value > now:
-        return [(field, f"{value.isoformat()} is in the future")]
+        return [(field, f"{local_words(value)} is in the future")]
     if not_before is not None and value < not_before:
         return [
-            (field, f"{value.isoformat()} is before {not_before_what} {not_before.isoformat()}")
+            (field, f"{local_words(value)} is before {not_before_what} {local_words(not_before)}")
         ]
     return []
 
@@ -66,19 +72,25 @@ def _current_snapshot(tournament):
 
 def _check_failed_at(parsed, failed_at):
     # The start comes from the stored snapshot document, the one source the rule is computed
-    # from, so the check, the rule and the elapsed time can never disagree.
-    problems = _check_moment(
-        failed_at,
-        "failed_at",
-        not_before=parsed.starts_at.at,
-        not_before_what="the tournament's start",
-    )
+    # from, so the check, the rule and the elapsed time can never disagree. A failure before the
+    # start is a fact the policy covers (rule 1, full refund); recording it needs a confirmation.
+    problems = _check_moment(failed_at, "failed_at")
     if problems:
         raise Refused("The failure time was refused.", problems=problems)
 
 
-def _elapsed_words(seconds):
-    seconds = int(seconds)
+def fails_before_start(parsed, failed_at):
+    return isinstance(failed_at, datetime) and failed_at < parsed.starts_at.at
+
+
+BEFORE_START_PROBLEM = (
+    "is before the tournament's start {start}: that is rule 1, a full refund of buy-in and fee "
+    "to every entry; confirm it to record the incident"
+)
+
+
+def elapsed_in_words(seconds):
+    seconds = abs(int(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:
@@ -91,7 +103,10 @@ def _elapsed_words(seconds):
 def rule_sentence(rule, *, elapsed_seconds, site_wide_issue, entries, active, paid_places):
     """The sentence shown beside the incident form, e.g. "failed 14 min after start: full refund
     of buy-in and fee to all 1,000 entries"."""
-    when = f"failed {_elapsed_words(elapsed_seconds)} after start"
+    if elapsed_seconds < 0:
+        when = f"failed {elapsed_in_words(elapsed_seconds)} before the start"
+    else:
+        when = f"failed {elapsed_in_words(elapsed_seconds)} after start"
     if rule == "full_refund":
         why = "site-wide issues confirmed, " + when if site_wide_issue else when
         return f"{why}: full refund of buy-in and fee to all {entries:,} entries"
@@ -127,7 +142,7 @@ def preview_rule(tournament, failed_at, site_wide_issue=False):
         active=snapshot.active_count,
         paid_places=parsed.last_paid_place,
     )
-    return RulePreview(rule, sentence)
+    return RulePreview(rule, sentence, fails_before_start(parsed, failed_at))
 
 
 def store_rule(incident, parsed, *, acting_user, why):
@@ -166,8 +181,13 @@ def _sync(incident):
 
 
 @transaction.atomic
-def record_incident(tournament, *, failed_at, cause, description, acting_user):
-    """Record that play failed at `failed_at`. The rule the timing selects is stored with it."""
+def record_incident(
+    tournament, *, failed_at, cause, description, acting_user, before_start_confirmed=False
+):
+    """Record that play failed at `failed_at`. The rule the timing selects is stored with it.
+
+    A failure before the tournament's start selects rule 1 (full refund); because that is
+    usually a mistyped time, it is recorded only with `before_start_confirmed`."""
     require_role(acting_user, CAN_PREPARE, "record incidents")
     tournament = Tournament.objects.select_for_update().get(pk=tournament.pk)
     snapshot = _current_snapshot(tournament)
@@ -181,6 +201,9 @@ def record_incident(tournament, *, failed_at, cause, description, acting_user):
         _check_failed_at(parsed, failed_at)
     except Refused as e:
         problems += e.problems
+    if not problems and fails_before_start(parsed, failed_at) and not before_start_confirmed:
+        start = local_words(parsed.starts_at.at)
+        problems.append(("failed_at", BEFORE_START_PROBLEM.format(start=start)))
     if problems:
         raise Refused("The incident was refused; nothing was recorded.", problems=problems)
     live = tournament.incidents.filter(status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED])
@@ -215,6 +238,7 @@ def record_incident(tournament, *, failed_at, cause, description, acting_user):
             "cause": cause,
             "rule": rule,
             "snapshot_version": snapshot.version,
+            **({"before_start": True} if fails_before_start(parsed, failed_at) else {}),
         },
         reason=description or "",
     )
@@ -272,8 +296,8 @@ def mark_resumed(incident, *, resumed_at, acting_user):
         raise Refused("The resumption was refused.", problems=problems)
     if resumed_at > fresh.deadline:
         raise Refused(
-            f"The 30-minute window passed at {fresh.deadline:%Y-%m-%d %H:%M:%S} UTC: play "
-            f"resuming at {resumed_at:%H:%M:%S} does not count; the tournament is cancelled "
+            f"The 30-minute window passed at {local_words(fresh.deadline)}: play "
+            f"resuming at {local_words(resumed_at)} does not count; the tournament is cancelled "
             "under the policy.",
             problems=[("resumed_at", "is more than 30 minutes after the failure")],
         )
@@ -342,8 +366,8 @@ def cancel_after_window(incident, *, acting_user):
     _require_open(fresh, "cancel it")
     if timezone.now() < fresh.deadline:
         raise Refused(
-            f"The 30-minute window is still running until {fresh.deadline:%Y-%m-%d %H:%M:%S} "
-            "UTC; a manager can declare the tournament not resumable before then."
+            f"The 30-minute window is still running until {local_words(fresh.deadline)}; "
+            "a manager can declare the tournament not resumable before then."
         )
     _cancel(
         fresh,

@@ -130,7 +130,11 @@ class RejectForm(forms.Form):
 
 
 class LineFilterForm(forms.Form):
-    q = forms.CharField(label="Player id, entry id or screen name (exact)", required=False)
+    q = forms.CharField(
+        label="Player id, entry id or screen name",
+        required=False,
+        help_text="Ids exactly; a screen name by its first letters, in any case.",
+    )
     show = forms.ChoiceField(
         label="Show",
         required=False,
@@ -144,7 +148,14 @@ class LineFilterForm(forms.Form):
     sort = forms.ChoiceField(
         label="Sort by",
         required=False,
-        choices=[("position", "Snapshot order"), ("chips", "Chips"), ("total", "Total")],
+        choices=[
+            ("position", "Snapshot order"),
+            ("-position", "Snapshot order, last first"),
+            ("chips", "Chips, most first"),
+            ("-chips", "Chips, fewest first"),
+            ("total", "Total, largest first"),
+            ("-total", "Total, smallest first"),
+        ],
     )
 
 

@@ -42,6 +42,7 @@ urlpatterns = [
     path("proposals/<int:pk>/submit/", proposals.proposal_submit, name="proposal_submit"),
     path("proposals/<int:pk>/approval/", proposals.proposal_approval, name="proposal_approval"),
     path("proposals/<int:pk>/reject/", proposals.proposal_reject, name="proposal_reject"),
+    path("proposals/<int:pk>/withdraw/", proposals.proposal_withdraw, name="proposal_withdraw"),
     path("proposals/<int:pk>/replay/", proposals.proposal_replay, name="proposal_replay"),
     path("proposals/<int:pk>/posting/", proposals.proposal_posting, name="proposal_posting"),
     path(

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
+from refunds_admin.incidents.services import elapsed_in_words
 from refunds_admin.web.money import format_money, to_cents
 
 register = template.Library()
@@ -124,3 +125,23 @@ def audit_changes(event):
             }
         )
     return rows
+
+
+@register.filter
+def signed_money(amount, currency=""):
+    """A change of money: "+USD 12.50", "-USD 3.00", "USD 0.00"."""
+    cents = to_cents(amount)
+    if cents is None:
+        return ""
+    sign = "+" if cents > 0 else "-" if cents < 0 else ""
+    return f"{sign}{money(abs(cents), currency)}"
+
+
+@register.filter
+def elapsed_words(seconds):
+    """Seconds from the start to the failure in words: "2 h 10 min after the start"."""
+    if seconds is None or seconds == "":
+        return ""
+    seconds = int(seconds)
+    where = "before the start" if seconds < 0 else "after the start"
+    return f"{elapsed_in_words(seconds)} {where}"

@@ -7,6 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods, require_POST
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
@@ -42,7 +43,20 @@ def _lines_context(request, proposal):
     # The filter as query-string parameters, for the pager links.
     keep = urlencode({k: request.GET[k] for k in ("q", "show", "sort") if request.GET.get(k)})
     filtered = bool(data.get("q") or data.get("show"))
+    # Column headers sort; a second click on the sorted column reverses it.
+    sort_links, sort_aria = {}, {}
+    for column in ("position", "chips", "total"):
+        target = f"-{column}" if sort == column else column
+        sort_links[column] = urlencode(
+            {k: request.GET[k] for k in ("q", "show") if request.GET.get(k)} | {"sort": target}
+        )
+        if sort.lstrip("-") == column:
+            sort_aria[column] = "descending" if descending else "ascending"
+        else:
+            sort_aria[column] = "none"
     return {
+        "sort_links": sort_links,
+        "sort_aria": sort_aria,
         "filter_form": form,
         "page": page,
         "rows": _display_rows(page.rows, proposal),
@@ -86,9 +100,49 @@ def _may_approve(user, proposal):
     )
 
 
+# Rejecting is a decision too: the same four eyes.
+_may_reject = _may_approve
+
+
+def _may_withdraw(user, proposal):
+    return proposal.status == Status.SUBMITTED and user.pk == proposal.submitted_by_id
+
+
+def _decision_context(proposal):
+    """Everything the approver needs beside the total (the approval page and the proposal page
+    show the same): the incident and its rule, warnings, the money, and what changed."""
+    incident = proposal.incident
+    figures = queries.proposal_figures(proposal)
+    at_recording = queries.snapshot_at_recording(incident)
+    reimported = at_recording is not None and at_recording.pk != proposal.snapshot_id
+    return {
+        "figures": figures,
+        "reconciliation_rows": queries.pool_reconciliation(figures),
+        "version_changes": figures.get("changes"),
+        "attempts": list(incident.restart_attempts.select_related("recorded_by")),
+        "snapshot_reimported": reimported,
+        "snapshot_at_recording": at_recording,
+        "snapshot_changes": (
+            queries.snapshot_changes(at_recording, proposal.snapshot, with_entries=False)
+            if reimported
+            else None
+        ),
+    }
+
+
 @role_required(CAN_READ)
 def proposal_detail(request, pk):
     proposal = get_proposal_for(request, pk)
+    template = "web/proposal_detail.html"
+    if request.htmx and request.htmx.target == "lines":
+        # Only the breakdown's rows: none of the page's other figures.
+        response = render(
+            request,
+            template + "#lines",
+            {"proposal": proposal, **_lines_context(request, proposal)},
+        )
+        patch_vary_headers(response, ("HX-Request",))
+        return response
     progress = progress_of(proposal) if proposal.status in POSTING_STATES else None
     context = {
         "proposal": proposal,
@@ -97,19 +151,20 @@ def proposal_detail(request, pk):
         "summary": proposal.summary or {},
         "may_submit": proposal.status == Status.DRAFT and has_role(request.user, CAN_PREPARE),
         "may_approve": _may_approve(request.user, proposal),
-        "may_reject": proposal.status == Status.SUBMITTED and has_role(request.user, CAN_DECIDE),
+        "may_reject": _may_reject(request.user, proposal),
+        "may_withdraw": _may_withdraw(request.user, proposal),
         "shows_posting": proposal.status in POSTING_STATES,
         "progress": progress,
         "reconciliation": _reconciliation_for(proposal) if progress and progress["done"] else None,
         "may_resume": bool(progress)
         and progress.get("state") == "failed"
         and has_role(request.user, CAN_DECIDE),
+        **_decision_context(proposal),
         **_lines_context(request, proposal),
     }
-    template = "web/proposal_detail.html"
-    if request.htmx and request.htmx.target == "lines":
-        template += "#lines"
-    return render(request, template, context)
+    response = render(request, template, context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 @role_required(CAN_READ)
@@ -123,8 +178,11 @@ def proposal_statement(request, pk, entry_id):
         text = f"No statement: {exc.message}"
     template = "web/proposal_statement.html"
     if request.htmx:
-        template += "#statement"
-    return render(request, template, {"proposal": proposal, "line": line, "text": text})
+        # Opened where the person clicked: a row right under the entry's row.
+        template += "#statement_row"
+    response = render(request, template, {"proposal": proposal, "line": line, "text": text})
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 @role_required(CAN_READ)
@@ -181,6 +239,7 @@ EXPORT_FIELDS = (
     "capped",
 )
 EXPORT_HEADER = (
+    "currency",
     "entry_id",
     "player_id",
     "screen_name",
@@ -215,9 +274,15 @@ def proposal_export_csv(request, pk):
 
     def rows():
         yield writer.writerow(EXPORT_HEADER)
+        currency = proposal.currency
         for row in _export_rows(proposal):
             yield writer.writerow(
-                [*row[:5], *(plain_amount(v) for v in row[5:10]), "true" if row[10] else "false"]
+                [
+                    currency,
+                    *row[:5],
+                    *(plain_amount(v) for v in row[5:10]),
+                    "true" if row[10] else "false",
+                ]
             )
 
     response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
@@ -242,7 +307,7 @@ def proposal_export_json(request, pk):
     def chunks():
         yield json.dumps(head)[:-1] + ', "lines": ['
         for i, row in enumerate(_export_rows(proposal)):
-            line = dict(zip(EXPORT_HEADER, row, strict=True))
+            line = dict(zip(EXPORT_HEADER[1:], row, strict=True))
             for name in ("buy_in_refund", "next_prize", "chip_equity", "fee_refund", "total"):
                 line[name] = plain_amount(line[name])
             yield ("," if i else "") + json.dumps(line)
@@ -266,57 +331,62 @@ def proposal_submit(request, pk):
     return redirect("proposal_detail", pk=pk)
 
 
-@role_required(CAN_READ)
-@require_http_methods(["GET", "POST"])
-def proposal_approval(request, pk):
-    """The approval page: what is being approved (fingerprint, total), the password again to
-    approve, a reason to reject. Preparer and submitter see no approve button; the service
-    refuses them anyway."""
-    proposal = get_proposal_for(request, pk)
-    may_approve = _may_approve(request.user, proposal)
-    approve_form = ApproveForm(
-        initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request
-    )
-    refused = None
-    status = 400 if request.method == "POST" else getattr(request, "_status", 200)
-    if request.method == "POST":
-        if not has_role(request.user, CAN_DECIDE):
-            raise PermissionDenied("Only a manager may approve a proposal.")
-        approve_form = ApproveForm(request.POST, user=request.user, request=request)
-        if approve_form.is_valid():
-            try:
-                proposal_services.approve_proposal(
-                    proposal,
-                    acting_user=request.user,
-                    fingerprint=approve_form.cleaned_data["fingerprint"],
-                )
-            except Refused as exc:
-                refused = exc.message
-            except PermissionDenied as exc:
-                # Four eyes: the service refuses the preparer or submitter even if a form was
-                # forged; say so next to the form, with the status of a refusal.
-                refused = str(exc) or "You may not approve this proposal."
-                status = 403
-            else:
-                messages.success(request, "Proposal approved: posting the credits has started.")
-                return redirect("proposal_detail", pk=pk)
+def _render_approval(
+    request, proposal, *, approve_form=None, reject_form=None, refused=None, status=200
+):
+    """The approval page: what is being approved and why (the incident, the rule, warnings,
+    the money, what changed), the password again to approve, a reason to reject. Preparer and
+    submitter see no decision buttons; the services refuse them anyway."""
     return render(
         request,
         "web/proposal_approval.html",
         {
             "proposal": proposal,
+            "incident": proposal.incident,
             "tournament": proposal.incident.tournament,
             "summary": proposal.summary or {},
-            "may_approve": may_approve,
-            "may_reject": proposal.status == Status.SUBMITTED
-            and has_role(request.user, CAN_DECIDE),
+            "may_approve": _may_approve(request.user, proposal),
+            "may_reject": _may_reject(request.user, proposal),
+            "may_withdraw": _may_withdraw(request.user, proposal),
             "own_proposal": request.user.pk in (proposal.prepared_by_id, proposal.submitted_by_id),
-            "approve_form": approve_form,
-            "reject_form": getattr(request, "_reject_form", None) or RejectForm(),
+            "approve_form": approve_form
+            or ApproveForm(
+                initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request
+            ),
+            "reject_form": reject_form or RejectForm(),
             "refused": refused,
+            **_decision_context(proposal),
         },
         status=status,
     )
+
+
+@role_required(CAN_READ)
+@require_http_methods(["GET", "POST"])
+def proposal_approval(request, pk):
+    proposal = get_proposal_for(request, pk)
+    if request.method == "GET":
+        return _render_approval(request, proposal)
+    if not has_role(request.user, CAN_DECIDE):
+        raise PermissionDenied("Only a manager may approve a proposal.")
+    form = ApproveForm(request.POST, user=request.user, request=request)
+    if not form.is_valid():
+        return _render_approval(request, proposal, approve_form=form, status=400)
+    try:
+        proposal_services.approve_proposal(
+            proposal, acting_user=request.user, fingerprint=form.cleaned_data["fingerprint"]
+        )
+    except Refused as exc:
+        return _render_approval(
+            request, proposal, approve_form=form, refused=exc.message, status=400
+        )
+    except PermissionDenied as exc:
+        # Four eyes: the service refuses the preparer or submitter even if a form was forged;
+        # say so next to the form, with the status of a refusal.
+        refused = str(exc) or "You may not approve this proposal."
+        return _render_approval(request, proposal, approve_form=form, refused=refused, status=403)
+    messages.success(request, "Proposal approved: posting the credits has started.")
+    return redirect("proposal_detail", pk=pk)
 
 
 @role_required(CAN_DECIDE)
@@ -331,15 +401,32 @@ def proposal_reject(request, pk):
             )
         except Refused as exc:
             form.add_error(None, exc.message)
+        except PermissionDenied as exc:
+            return _render_approval(
+                request, proposal, reject_form=form, refused=str(exc), status=403
+            )
         else:
             messages.success(
                 request, "Proposal rejected. It can be prepared again as a new version."
             )
             return redirect("proposal_detail", pk=pk)
-    request._reject_form = form
-    request._status = 400
-    request.method = "GET"
-    return proposal_approval.__wrapped__(request, pk)
+    return _render_approval(request, proposal, reject_form=form, status=400)
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def proposal_withdraw(request, pk):
+    """The submitter takes the submission back: the proposal returns to draft."""
+    proposal = get_proposal_for(request, pk)
+    try:
+        proposal_services.withdraw_proposal(
+            proposal, acting_user=request.user, reason=request.POST.get("reason", "")
+        )
+    except (Refused, PermissionDenied) as exc:
+        messages.error(request, getattr(exc, "message", None) or str(exc))
+    else:
+        messages.success(request, "Submission withdrawn: the proposal is a draft again.")
+    return redirect("proposal_detail", pk=pk)
 
 
 @role_required(CAN_READ)
