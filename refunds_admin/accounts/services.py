@@ -26,7 +26,5 @@ def time_zone_of(user):
     """The user's chosen time zone, or "" for the default."""
     if user is None or not user.is_authenticated:
         return ""
-    name = (
-        StaffProfile.objects.filter(user=user).values_list("time_zone", flat=True).first() or ""
-    )
+    name = StaffProfile.objects.filter(user=user).values_list("time_zone", flat=True).first() or ""
     return name if valid_zone(name) else ""

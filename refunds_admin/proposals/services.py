@@ -193,9 +193,7 @@ def prepare_proposal(incident, *, acting_user):
     else:
         version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
         proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
-    previous = (
-        incident.proposals.filter(version__lt=proposal.version).order_by("-version").first()
-    )
+    previous = incident.proposals.filter(version__lt=proposal.version).order_by("-version").first()
     if previous is not None:
         # What changed since the version before (usually the rejected one), for the approver.
         old = dict(previous.lines.values_list("entry_id", "total_cents").iterator(chunk_size=5000))

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import audit, dashboard, incidents, players, proposals, tournaments
+from .views import audit, dashboard, incidents, players, proposals, tournaments, worklists
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
@@ -9,6 +9,9 @@ urlpatterns = [
     path("tournaments/", tournaments.tournament_list, name="tournament_list"),
     path("tournaments/import/", tournaments.tournament_import, name="tournament_import"),
     path("tournaments/<int:pk>/", tournaments.tournament_detail, name="tournament_detail"),
+    # Worklists
+    path("proposals/", worklists.proposal_list, name="proposal_list"),
+    path("incidents/", worklists.incident_list, name="incident_list"),
     # Incidents
     path("incidents/new/", incidents.incident_new, name="incident_new"),
     path("incidents/preview/", incidents.incident_preview, name="incident_preview"),
