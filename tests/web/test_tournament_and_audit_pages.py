@@ -56,9 +56,9 @@ def test_it_filters_the_audit_history(client, world, auditor):
 def test_it_shows_before_and_after_as_readable_key_value_rows(client, world, auditor):
     client.force_login(auditor)
     page = client.get(reverse("audit"), {"action": "proposal."}).content.decode()
-    assert "<dt>status</dt>" in page and "<dd>draft → submitted</dd>" in page
+    assert "<dt>Status</dt>" in page and "<dd>draft → submitted</dd>" in page
     page = client.get(reverse("audit"), {"action": "incident."}).content.decode()
-    assert "<dt>cause</dt>" in page and "<dd>server_crash</dd>" in page
+    assert "<dt>Cause</dt>" in page and "<dd>server crash</dd>" in page
     assert "{&#x27;" not in page and "{'" not in page  # no Python dict text
 
 

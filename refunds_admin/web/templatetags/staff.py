@@ -5,7 +5,6 @@
 `{{ incident.failed_at|staff_time }}` -> <time> in the chosen zone, the UTC time in its tooltip.
 """
 
-import json
 from datetime import UTC
 
 from django import template
@@ -13,6 +12,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
+from refunds_admin.audit.display import RULE_LABELS, change_rows
 from refunds_admin.incidents.services import elapsed_in_words
 from refunds_admin.web.money import format_money, to_cents
 
@@ -69,11 +69,7 @@ def utc_iso(value):
 
 @register.filter
 def rule_label(rule):
-    return {
-        "full_refund": "Rule 1: full refund",
-        "in_the_money": "Rule 2: in the money",
-        "not_in_the_money": "Rule 2: not yet in the money",
-    }.get(rule, rule or "—")
+    return RULE_LABELS.get(rule, rule or "—")
 
 
 @register.filter
@@ -90,41 +86,10 @@ def get_item(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
 
 
-_ABSENT = object()
-
-
-def _readable(value):
-    """A recorded value as a person reads it: text as is, numbers and flags as JSON, lists and
-    objects as compact JSON ("[\"p001\", \"p002\"]")."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
 @register.filter
 def audit_changes(event):
-    """An audit event's before/after as rows (key, before, after), one per key: a changed value
-    reads "status: draft → submitted", a value recorded only on one side shows that side alone.
-    before/after are JSON objects; anything else is shown under the key "value"."""
-
-    def as_dict(value):
-        if value is None:
-            return {}
-        return value if isinstance(value, dict) else {"value": value}
-
-    before, after = as_dict(event.before), as_dict(event.after)
-    rows = []
-    for key in [*before, *(k for k in after if k not in before)]:
-        old, new = before.get(key, _ABSENT), after.get(key, _ABSENT)
-        rows.append(
-            {
-                "key": key,
-                "before": None if old is _ABSENT else _readable(old),
-                "after": None if new is _ABSENT else _readable(new),
-                "changed": old is not _ABSENT and new is not _ABSENT and old != new,
-            }
-        )
-    return rows
+    """An audit event's before/after as labelled rows (audit.display.change_rows)."""
+    return change_rows(event)
 
 
 @register.filter

@@ -6,6 +6,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
+from refunds_admin.accounts.services import set_time_zone
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
@@ -13,7 +14,7 @@ from refunds_admin.proposals.models import PayoutProposal
 
 from ..access import role_required
 from ..posting import progress_of
-from ..timezones import SESSION_KEY, valid_zone
+from ..timezones import SESSION_KEY
 
 POSTING_STATES = [
     PayoutProposal.Status.APPROVED,
@@ -90,9 +91,9 @@ def dashboard(request):
 @login_required
 @require_POST
 def set_timezone(request):
-    """Remember the staff member's display time zone in their session."""
+    """Remember the staff member's display time zone, for this session and the next ones."""
     name = request.POST.get("tz", "")
-    if valid_zone(name):
+    if set_time_zone(request.user, name):
         request.session[SESSION_KEY] = name
     nxt = request.POST.get("next") or "/"
     if not url_has_allowed_host_and_scheme(nxt, {request.get_host()}, request.is_secure()):
