@@ -215,8 +215,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"no_traceback_below_500": {"()": "refunds_admin.logfilters.NoTracebackBelow500"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {
+        # A 403 or 404 is one line, not a traceback (refunds_admin/logfilters.py).
+        "django.request": {"filters": ["no_traceback_below_500"]},
         # Django's own "django" logger has a console handler of its own: don't print twice.
         "django": {"handlers": [], "level": "INFO"},
         "django.db.backends": {"level": "WARNING"},

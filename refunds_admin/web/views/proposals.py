@@ -190,13 +190,15 @@ def proposal_chart(request, pk):
     """Payout against chip stack, server-rendered SVG, at most ~500 sampled points."""
     proposal = get_proposal_for(request, pk)
     points = queries.chart_points(proposal)
-    width, height, pad = 720, 320, 56
+    # Left margin wide enough for the largest amount's label ("$1,234,567.89" at 11px), so
+    # that no label is clipped at the edge.
+    width, height, left, bottom = 720, 320, 96, 56
     max_chips = max((c for c, _, _ in points), default=1) or 1
     max_total = max((t for _, t, _ in points), default=1) or 1
     dots = [
         {
-            "x": round(pad + (width - pad - 12) * c / max_chips, 1),
-            "y": round(height - pad + 10 - (height - pad - 4) * t / max_total, 1),
+            "x": round(left + (width - left - 12) * c / max_chips, 1),
+            "y": round(height - bottom + 10 - (height - bottom - 14) * t / max_total, 1),
             "capped": k,
         }
         for c, t, k in points
@@ -212,8 +214,8 @@ def proposal_chart(request, pk):
             "max_total": max_total,
             "w": width,
             "h": height,
-            "pad": pad,
-            "axis_y": height - pad + 10,
+            "pad": left,
+            "axis_y": height - bottom + 10,
         },
         content_type="image/svg+xml",
     )
