@@ -44,7 +44,7 @@ def from_columns(columns, *, rule, currency, summary_cents):
     m = len(totals)
     paid = sorted(t for t in totals if t > 0)
     capped = list(compress(range(m), columns.capped))
-    top = heapq.nlargest(TOP, range(m), key=totals.__getitem__) if m else []
+    top = [i for i in heapq.nlargest(TOP, range(m), key=totals.__getitem__) if totals[i] > 0]
     return {
         "currency": currency,
         "pool_in": _pool_in(rule, summary_cents),
@@ -97,7 +97,7 @@ def from_lines(proposal, summary_cents):
         "smallest": spread["smallest"] or 0,
         "median": median,
         "largest": spread["largest"] or 0,
-        "top": [as_line(r) for r in lines.order_by("-total_cents", "position")[:TOP]],
+        "top": [as_line(r) for r in paid.order_by("-total_cents", "position")[:TOP]],
         "capped_count": capped.count(),
         "capped": [as_line(r) for r in capped[:MAX_CAPPED]],
     }
