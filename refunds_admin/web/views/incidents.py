@@ -32,7 +32,10 @@ def incident_new(request):
     refused = None
     if request.method == "POST":
         form = IncidentForm(request.POST)
-        if form.is_valid():
+        valid = form.is_valid()
+        # Taken before a refusal's errors remove the failure time from cleaned_data.
+        preview = _preview_for(form)
+        if valid:
             try:
                 incident = incident_services.record_incident(
                     form.cleaned_data["tournament"],
@@ -64,7 +67,7 @@ def incident_new(request):
     return render(
         request,
         "web/incident_form.html",
-        {"form": form, "refused": refused, "preview": _preview_for(form)},
+        {"form": form, "refused": refused, "preview": preview},
         status=400,
     )
 
