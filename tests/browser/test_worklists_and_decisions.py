@@ -88,7 +88,7 @@ def test_it_gives_the_approver_the_whole_picture_and_asks_before_deciding(
     rule = mpage.inner_text("#decision-rule")
     assert "Rule 2: not yet in the money" in rule and "after start with 60 entries left" in rule
     money = mpage.inner_text("#decision-money")
-    assert "paid out = pool in, to the cent" in money
+    assert "Paid out = pool in, to the cent." in money
     assert "Smallest" in money and "Median" in money and "Largest" in money
     assert mpage.locator("#decision-top tbody tr").count() == 10
     assert "Version 1" in mpage.inner_text("#decision-changes")

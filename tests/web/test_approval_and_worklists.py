@@ -77,8 +77,9 @@ def test_it_shows_the_approver_the_incident_the_rule_and_the_money(client, suppo
             "USD 0.00",  # next prizes
             "USD 880.00",  # chip equity
             "USD 12.00",  # fees out
+            "USD 1,012.00",  # paid out
         ]
-        assert "paid out = pool in, to the cent" in pool
+        assert "Paid out = pool in, to the cent." in money
         spread = money.split('id="decision-distribution"')[1].split("</dl>")[0]
         assert re.findall(r"USD [\d,.]+", spread) == ["USD 121.00", "USD 209.00", "USD 385.00"]
         assert "4 of 10" in spread
