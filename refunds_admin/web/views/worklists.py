@@ -57,6 +57,12 @@ PROPOSAL_SORTS = {
     "-total": ("-total_cents", "-id"),
     "total": ("total_cents", "id"),
 }
+# The tabs in the order work flows through them.
+_S = PayoutProposal.Status
+PROPOSAL_TABS = [
+    (s.value, s.label)
+    for s in (_S.DRAFT, _S.SUBMITTED, _S.APPROVED, _S.POSTING, _S.POSTED, _S.REJECTED, _S.FAILED)
+]
 INCIDENT_SORTS = {"-failed": ("-failed_at", "-id"), "failed": ("failed_at", "id")}
 
 
@@ -107,7 +113,7 @@ def proposal_list(request):
     if data.get("mine"):
         qs = qs.filter(Q(prepared_by=request.user) | Q(submitted_by=request.user))
     counts = dict(qs.values_list("status").annotate(n=Count("id")).order_by())
-    statuses = PayoutProposal.Status.choices
+    statuses = PROPOSAL_TABS
     status = request.GET.get("status") or "submitted"
     if status not in dict(statuses):
         status = "submitted"
