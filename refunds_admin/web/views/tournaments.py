@@ -1,6 +1,7 @@
 from django.contrib import messages
 from django.db.models import Q
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from refunds_admin.accounts.roles import CAN_PREPARE, CAN_READ
@@ -34,15 +35,18 @@ def _where_it_stands(tournament):
     if incident is not None:
         proposal = max(incident.proposals.all(), key=lambda p: p.version, default=None)
     if tournament.frozen_at is not None:
-        label = "Frozen"
+        approved = "a proposal was approved"
+        if proposal is not None:
+            approved = f"proposal v{proposal.version} was approved"
+            if proposal.status != "approved":
+                approved += f" (now {proposal.get_status_display().lower()})"
         words = (
-            f"a proposal{f' (v{proposal.version}, {proposal.get_status_display().lower()})' if proposal else ''}"
-            " was approved, so the snapshot it was computed from is final: no re-import, no new "
-            "incident"
+            f"{approved}: the snapshot it was computed from is final, so no re-import and no "
+            "new incident"
         )
         return {
             "key": "frozen",
-            "label": label,
+            "label": "Frozen",
             "words": words,
             "incident": incident,
             "proposal": proposal,
@@ -56,10 +60,13 @@ def _where_it_stands(tournament):
             "proposal": None,
         }
     if incident.status == "open":
+        overdue = timezone.now() > incident.deadline
         return {
             "key": "open",
             "label": "Incident open",
-            "words": "waiting for play to resume or the 30 minutes to pass",
+            "words": "30 minutes passed without play resuming: to be cancelled"
+            if overdue
+            else "waiting for play to resume or the 30 minutes to pass",
             "incident": incident,
             "proposal": None,
         }
