@@ -207,6 +207,7 @@ VALUE_LABELS = {
         "ddos": "DDoS",
     },
 }
+OBJECT_LABELS = {"payoutproposal": "proposal", "apiclient": "API client"}
 MONEY_KEYS = {"total", "total_cents", "amount", "approved_cents", "booked_cents"}
 SHORTENED_KEYS = {"fingerprint", "sha256"}
 _ABSENT = object()

@@ -123,6 +123,7 @@ def _facts(p):
         "fingerprint": p.fingerprint,
         "rule": p.rule,
         "total": p.total_cents,
+        "currency": p.currency,
         "lines": p.lines_count,
     }
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
-from refunds_admin.audit.display import RULE_LABELS, change_rows
+from refunds_admin.audit.display import OBJECT_LABELS, RULE_LABELS, change_rows
 from refunds_admin.incidents.services import elapsed_in_words
 from refunds_admin.web.money import format_money, to_cents
 
@@ -110,3 +110,9 @@ def elapsed_words(seconds):
     seconds = int(seconds)
     where = "before the start" if seconds < 0 else "after the start"
     return f"{elapsed_in_words(seconds)} {where}"
+
+
+@register.filter
+def object_label(object_type):
+    """An audit event's object type as people call it: "payoutproposal" -> "proposal"."""
+    return OBJECT_LABELS.get(object_type, object_type)
