@@ -38,6 +38,10 @@ def when(value):
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
+def _cause(value):
+    return VALUE_LABELS["cause"].get(value, (value or "?").replace("_", " "))
+
+
 def _rule(value):
     return RULES.get(value, value or "?")
 
@@ -103,7 +107,8 @@ SENTENCES = {
     ),
     "incident.recorded": lambda e, b, a: (
         f"{e.actor_name} recorded incident {e.object_id} on tournament "
-        f"{e.tournament_external_id}: failed at {when(a.get('failed_at'))} ({a.get('cause')}), "
+        f"{e.tournament_external_id}: failed at {when(a.get('failed_at'))} "
+        f"({_cause(a.get('cause'))}), "
         f"rule: {_rule(a.get('rule'))}"
     ),
     "incident.rule_changed": lambda e, b, a: (
