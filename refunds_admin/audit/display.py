@@ -9,19 +9,9 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from refunds_admin.payouts.money import format_cents
-
-RULES = {
-    "full_refund": "full refund",
-    "in_the_money": "in the money",
-    "not_in_the_money": "not in the money",
-}
-# The labels pages show for the rule codes.
-RULE_LABELS = {
-    "full_refund": "Rule 1: full refund",
-    "in_the_money": "Rule 2: in the money",
-    "not_in_the_money": "Rule 2: not yet in the money",
-}
+from refunds_admin.payouts.labels import rule_label
+from refunds_admin.payouts.labels import rule_name as _rule
+from refunds_admin.payouts.money import display
 
 
 def when(value):
@@ -42,21 +32,10 @@ def _cause(value):
     return VALUE_LABELS["cause"].get(value, (value or "?").replace("_", " "))
 
 
-def _rule(value):
-    return RULES.get(value, value or "?")
-
-
-def _amount(cents):
-    """81533 -> "815.33", 3015000 -> "30,150.00": the engine's exact format, thousands grouped."""
-    whole, _, fraction = format_cents(cents).partition(".")
-    sign = "-" if whole.startswith("-") else ""
-    return f"{sign}{int(whole.lstrip('-')):,}.{fraction}"
-
-
 def _money(after):
     total = after.get("total")
     if isinstance(total, int):
-        return f" ({after.get('currency', '')} {_amount(total)})".replace("( ", "(")
+        return f" ({display(total, after.get('currency', ''), symbol=False)})"
     return ""
 
 
@@ -95,8 +74,8 @@ def _ledger_posted(e, before, after):
     credits, cents = after.get("credits"), after.get("total_cents")
     booked = ""
     if isinstance(credits, int) and isinstance(cents, int):
-        currency = f"{after['currency']} " if after.get("currency") else ""
-        booked = f": {credits:,} credits, {currency}{_amount(cents)} in total"
+        amount = display(cents, after.get("currency", ""), symbol=False)
+        booked = f": {credits:,} credits, {amount} in total"
     return f"Proposal {e.object_id} posted{booked}, matching the approved total to the cent"
 
 
@@ -224,11 +203,9 @@ def _value(key, value, currency):
     if isinstance(value, bool):
         return "yes" if value else "no"
     if key in MONEY_KEYS and isinstance(value, int):
-        whole, _, fraction = format_cents(value).partition(".")
-        sign = "-" if whole.startswith("-") else ""
-        return f"{currency} {sign}{int(whole.lstrip('-')):,}.{fraction}".strip()
+        return display(value, currency, symbol=False)
     if key == "rule":
-        return RULE_LABELS.get(value, value)
+        return rule_label(value)
     if key in SHORTENED_KEYS and isinstance(value, str) and len(value) > 16:
         return f"{value[:12]}…"
     if key in VALUE_LABELS and value in VALUE_LABELS[key]:

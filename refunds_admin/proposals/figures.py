@@ -7,10 +7,18 @@ costs a few milliseconds here and nothing on every page view), and stored on the
 figures were stored.
 """
 
+from __future__ import annotations
+
 import heapq
 from itertools import compress
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Max, Min, Sum
+
+if TYPE_CHECKING:
+    from refunds_admin.payouts.rules import LineColumns
+
+    from .models import PayoutProposal
 
 COMPONENTS = ("buy_in_refund", "next_prize", "chip_equity", "fee_refund")
 TOP = 10
@@ -18,7 +26,7 @@ MAX_CAPPED = 50
 MAX_CHANGES = 20
 
 
-def _pool_in(rule, summary):
+def _pool_in(rule: str, summary: dict[str, Any]) -> int:
     """What went into the pool the lines pay out, from the engine's summary: under rule 1 the
     buy-ins and fees paid; under rule 2 the remaining prize pool plus the active entries' fees."""
     if rule == "full_refund":
@@ -26,7 +34,7 @@ def _pool_in(rule, summary):
     return int(summary.get("remaining_pool", 0)) + int(summary.get("fee_refunds", 0))
 
 
-def _line(columns, i):
+def _line(columns: LineColumns, i: int) -> dict[str, Any]:
     return {
         "entry_id": columns.entry_id[i],
         "player_id": columns.player_id[i],
@@ -38,7 +46,9 @@ def _line(columns, i):
     }
 
 
-def from_columns(columns, *, rule, currency, summary_cents):
+def from_columns(
+    columns: LineColumns, *, rule: str, currency: str, summary_cents: dict[str, Any]
+) -> dict[str, Any]:
     """Figures from the engine's LineColumns (amounts in cents) and its summary (cents)."""
     totals = columns.total
     m = len(totals)
@@ -60,7 +70,7 @@ def from_columns(columns, *, rule, currency, summary_cents):
     }
 
 
-def from_lines(proposal, summary_cents):
+def from_lines(proposal: PayoutProposal, summary_cents: dict[str, Any]) -> dict[str, Any]:
     """The same figures from the stored lines (SQL), for proposals without stored figures."""
     lines = proposal.lines.all()
     sums = lines.aggregate(
@@ -103,7 +113,7 @@ def from_lines(proposal, summary_cents):
     }
 
 
-def changes(previous_totals, columns):
+def changes(previous_totals: dict[str, int], columns: LineColumns) -> dict[str, Any]:
     """Entries added, removed and changed between the previous version's lines
     ({entry_id: total cents}) and this version's columns, with the largest changes first."""
     current = dict(zip(columns.entry_id, columns.total, strict=True))
@@ -114,7 +124,8 @@ def changes(previous_totals, columns):
         for e, t in current.items()
         if e in previous_totals and previous_totals[e] != t
     ]
-    rows = [(e, None, current[e]) for e in added] + [(e, previous_totals[e], None) for e in removed]
+    rows: list[tuple[str, int | None, int | None]] = [(e, None, current[e]) for e in added]
+    rows += [(e, previous_totals[e], None) for e in removed]
     rows += changed
     rows.sort(key=lambda r: (-abs((r[2] or 0) - (r[1] or 0)), r[0]))
     return {

@@ -20,4 +20,4 @@ class WebConfig(AppConfig):
                 context["site_url"] = None
             return context
 
-        admin.site.each_context = without_view_site_for_non_staff
+        admin.site.each_context = without_view_site_for_non_staff  # type: ignore[method-assign]

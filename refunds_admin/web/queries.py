@@ -13,8 +13,12 @@ from django.db.models import Q
 from django.db.models.functions import Lower
 
 from refunds_admin.audit.models import AuditEvent
+from refunds_admin.incidents.services import rule_sentence
+from refunds_admin.payouts.money import to_cents
+from refunds_admin.proposals.figures import from_lines as figures_from_lines
 from refunds_admin.proposals.models import PayoutLine
 from refunds_admin.tournaments.models import Entry
+from refunds_admin.tournaments.services import engine_snapshot
 
 PAGE_SIZE = 100
 
@@ -187,16 +191,11 @@ def audit_page(qs, *, before_id=None, size=50):
 def proposal_figures(proposal):
     """The proposal's stored figures (proposals/figures.py), or, for a proposal prepared before
     they were stored, the same computed from its lines."""
-    from refunds_admin.incidents.services import rule_sentence
-    from refunds_admin.proposals import figures
-
-    from .money import to_cents
-
     stored = proposal.figures or {}
     if "components" in stored:
         return stored
     summary = {k: to_cents(v) if isinstance(v, str) else v for k, v in proposal.summary.items()}
-    computed = figures.from_lines(proposal, summary)
+    computed = figures_from_lines(proposal, summary)
     tournament = proposal.incident.tournament
     computed["rule_sentence"] = rule_sentence(
         proposal.rule,
@@ -243,8 +242,6 @@ def _prize_table(snapshot):
 
 
 def _start_of(snapshot):
-    from refunds_admin.tournaments.services import engine_snapshot
-
     return engine_snapshot(snapshot).starts_at.at
 
 

@@ -7,19 +7,19 @@ from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import services as ledger_services
+from refunds_admin.payouts.money import display, format_cents
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
 from .. import queries
 from ..access import get_proposal_for, role_required
 from ..forms import ApproveForm, LineFilterForm, RejectForm
-from ..money import format_money, plain_amount
 from ..posting import progress_of
 
 Status = PayoutProposal.Status
@@ -76,7 +76,7 @@ def _display_rows(lines, proposal):
             "line": line,
             "chips": f"{line.chips:,}",
             "amounts": [
-                f"{currency} {format_money(cents)}"
+                display(cents, currency, symbol=False)
                 for cents in (
                     line.buy_in_refund_cents,
                     line.next_prize_cents,
@@ -84,7 +84,7 @@ def _display_rows(lines, proposal):
                     line.fee_refund_cents,
                 )
             ],
-            "total": f"{currency} {format_money(line.total_cents)}",
+            "total": display(line.total_cents, currency, symbol=False),
             "statement_url": f"{url}{quote(line.entry_id, safe='')}/",
         }
         for line in lines
@@ -131,18 +131,17 @@ def _decision_context(proposal):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request", "HX-Target")  # the lines partial for htmx
 def proposal_detail(request, pk):
     proposal = get_proposal_for(request, pk)
     template = "web/proposal_detail.html"
     if request.htmx and request.htmx.target == "lines":
         # Only the breakdown's rows: none of the page's other figures.
-        response = render(
+        return render(
             request,
             template + "#lines",
             {"proposal": proposal, **_lines_context(request, proposal)},
         )
-        patch_vary_headers(response, ("HX-Request",))
-        return response
     progress = progress_of(proposal) if proposal.status in POSTING_STATES else None
     context = {
         "proposal": proposal,
@@ -156,18 +155,17 @@ def proposal_detail(request, pk):
         "shows_posting": proposal.status in POSTING_STATES,
         "progress": progress,
         "reconciliation": _reconciliation_for(proposal) if progress and progress["done"] else None,
-        "may_resume": bool(progress)
+        "may_resume": progress is not None
         and progress.get("state") == "failed"
         and has_role(request.user, CAN_DECIDE),
         **_decision_context(proposal),
         **_lines_context(request, proposal),
     }
-    response = render(request, template, context)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return render(request, template, context)
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request")  # the statement partial for htmx
 def proposal_statement(request, pk, entry_id):
     """The player's statement in the policy's layout (the same text as compute_payouts --explain)."""
     proposal = get_proposal_for(request, pk)
@@ -180,9 +178,7 @@ def proposal_statement(request, pk, entry_id):
     if request.htmx:
         # Opened where the person clicked: a row right under the entry's row.
         template += "#statement_row"
-    response = render(request, template, {"proposal": proposal, "line": line, "text": text})
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return render(request, template, {"proposal": proposal, "line": line, "text": text})
 
 
 @role_required(CAN_READ)
@@ -227,32 +223,11 @@ class _Echo:
         return value
 
 
-EXPORT_FIELDS = (
-    "entry_id",
-    "player_id",
-    "screen_name",
-    "status",
-    "chips",
-    "buy_in_refund_cents",
-    "next_prize_cents",
-    "chip_equity_cents",
-    "fee_refund_cents",
-    "total_cents",
-    "capped",
-)
+# The file formats name amounts without the unit: "total", not "total_cents"; the CSV says
+# the currency on every row, so that a file read on its own is never ambiguous.
 EXPORT_HEADER = (
     "currency",
-    "entry_id",
-    "player_id",
-    "screen_name",
-    "status",
-    "chips",
-    "buy_in_refund",
-    "next_prize",
-    "chip_equity",
-    "fee_refund",
-    "total",
-    "capped",
+    *(f.removesuffix("_cents") for f in proposal_services.LINE_FIELDS),
 )
 
 
@@ -260,7 +235,7 @@ def _export_rows(proposal):
     return (
         PayoutLine.objects.filter(proposal=proposal)
         .order_by("position")
-        .values_list(*EXPORT_FIELDS)
+        .values_list(*proposal_services.LINE_FIELDS)
         .iterator(chunk_size=5000)
     )
 
@@ -282,7 +257,7 @@ def proposal_export_csv(request, pk):
                 [
                     currency,
                     *row[:5],
-                    *(plain_amount(v) for v in row[5:10]),
+                    *(format_cents(v) for v in row[5:10]),
                     "true" if row[10] else "false",
                 ]
             )
@@ -311,7 +286,7 @@ def proposal_export_json(request, pk):
         for i, row in enumerate(_export_rows(proposal)):
             line = dict(zip(EXPORT_HEADER[1:], row, strict=True))
             for name in ("buy_in_refund", "next_prize", "chip_equity", "fee_refund", "total"):
-                line[name] = plain_amount(line[name])
+                line[name] = format_cents(line[name])
             yield ("," if i else "") + json.dumps(line)
         yield "]}\n"
 
@@ -320,20 +295,94 @@ def proposal_export_json(request, pk):
     return response
 
 
-@role_required(CAN_PREPARE)
-@require_POST
-def proposal_submit(request, pk):
+def _press(request, pk, service, done):
+    """A button without a form: call the service, say what happened, back to the proposal."""
     proposal = get_proposal_for(request, pk)
     try:
-        proposal_services.submit_proposal(proposal, acting_user=request.user)
+        service(proposal, acting_user=request.user)
     except Refused as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, "Proposal submitted for a manager's approval.")
+        messages.success(request, done)
     return redirect("proposal_detail", pk=pk)
 
 
-def _render_approval(
+@role_required(CAN_PREPARE)
+@require_POST
+def proposal_submit(request, pk):
+    return _press(
+        request,
+        pk,
+        proposal_services.submit_proposal,
+        "Proposal submitted for a manager's approval.",
+    )
+
+
+@role_required(CAN_READ)
+@require_http_methods(["GET", "POST"])
+def proposal_approval(request, pk):
+    proposal = get_proposal_for(request, pk)
+    if request.method == "GET":
+        return _approval_page(request, proposal)
+    if not has_role(request.user, CAN_DECIDE):
+        raise PermissionDenied("Only a manager may approve a proposal.")
+    form = ApproveForm(request.POST, user=request.user, request=request)
+    if not form.is_valid():
+        return _approval_page(request, proposal, approve_form=form, status=400)
+    try:
+        proposal_services.approve_proposal(
+            proposal, acting_user=request.user, fingerprint=form.cleaned_data["fingerprint"]
+        )
+    except Refused as exc:
+        return _approval_page(request, proposal, approve_form=form, refused=exc.message, status=400)
+    except PermissionDenied as exc:
+        # Four eyes: the service refuses the preparer or submitter even if a form was forged;
+        # say so next to the form, with the status of a refusal.
+        refused = str(exc) or "You may not approve this proposal."
+        return _approval_page(request, proposal, approve_form=form, refused=refused, status=403)
+    messages.success(request, "Proposal approved: posting the credits has started.")
+    return redirect("proposal_detail", pk=pk)
+
+
+@role_required(CAN_DECIDE)
+@require_POST
+def proposal_reject(request, pk):
+    proposal = get_proposal_for(request, pk)
+    form = RejectForm(request.POST)
+    if form.is_valid():
+        try:
+            proposal_services.reject_proposal(
+                proposal, acting_user=request.user, reason=form.cleaned_data["reason"]
+            )
+        except Refused as exc:
+            form.add_error(None, exc.message)
+        except PermissionDenied as exc:
+            return _approval_page(request, proposal, reject_form=form, refused=str(exc), status=403)
+        else:
+            messages.success(
+                request, "Proposal rejected. It can be prepared again as a new version."
+            )
+            return redirect("proposal_detail", pk=pk)
+    return _approval_page(request, proposal, reject_form=form, status=400)
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def proposal_withdraw(request, pk):
+    """The submitter takes the submission back: the proposal returns to draft."""
+    proposal = get_proposal_for(request, pk)
+    try:
+        proposal_services.withdraw_proposal(
+            proposal, acting_user=request.user, reason=request.POST.get("reason", "")
+        )
+    except (Refused, PermissionDenied) as exc:
+        messages.error(request, getattr(exc, "message", None) or str(exc))
+    else:
+        messages.success(request, "Submission withdrawn: the proposal is a draft again.")
+    return redirect("proposal_detail", pk=pk)
+
+
+def _approval_page(
     request, proposal, *, approve_form=None, reject_form=None, refused=None, status=200
 ):
     """The approval page: what is being approved and why (the incident, the rule, warnings,
@@ -364,75 +413,8 @@ def _render_approval(
 
 
 @role_required(CAN_READ)
-@require_http_methods(["GET", "POST"])
-def proposal_approval(request, pk):
-    proposal = get_proposal_for(request, pk)
-    if request.method == "GET":
-        return _render_approval(request, proposal)
-    if not has_role(request.user, CAN_DECIDE):
-        raise PermissionDenied("Only a manager may approve a proposal.")
-    form = ApproveForm(request.POST, user=request.user, request=request)
-    if not form.is_valid():
-        return _render_approval(request, proposal, approve_form=form, status=400)
-    try:
-        proposal_services.approve_proposal(
-            proposal, acting_user=request.user, fingerprint=form.cleaned_data["fingerprint"]
-        )
-    except Refused as exc:
-        return _render_approval(
-            request, proposal, approve_form=form, refused=exc.message, status=400
-        )
-    except PermissionDenied as exc:
-        # Four eyes: the service refuses the preparer or submitter even if a form was forged;
-        # say so next to the form, with the status of a refusal.
-        refused = str(exc) or "You may not approve this proposal."
-        return _render_approval(request, proposal, approve_form=form, refused=refused, status=403)
-    messages.success(request, "Proposal approved: posting the credits has started.")
-    return redirect("proposal_detail", pk=pk)
-
-
-@role_required(CAN_DECIDE)
 @require_POST
-def proposal_reject(request, pk):
-    proposal = get_proposal_for(request, pk)
-    form = RejectForm(request.POST)
-    if form.is_valid():
-        try:
-            proposal_services.reject_proposal(
-                proposal, acting_user=request.user, reason=form.cleaned_data["reason"]
-            )
-        except Refused as exc:
-            form.add_error(None, exc.message)
-        except PermissionDenied as exc:
-            return _render_approval(
-                request, proposal, reject_form=form, refused=str(exc), status=403
-            )
-        else:
-            messages.success(
-                request, "Proposal rejected. It can be prepared again as a new version."
-            )
-            return redirect("proposal_detail", pk=pk)
-    return _render_approval(request, proposal, reject_form=form, status=400)
-
-
-@role_required(CAN_PREPARE)
-@require_POST
-def proposal_withdraw(request, pk):
-    """The submitter takes the submission back: the proposal returns to draft."""
-    proposal = get_proposal_for(request, pk)
-    try:
-        proposal_services.withdraw_proposal(
-            proposal, acting_user=request.user, reason=request.POST.get("reason", "")
-        )
-    except (Refused, PermissionDenied) as exc:
-        messages.error(request, getattr(exc, "message", None) or str(exc))
-    else:
-        messages.success(request, "Submission withdrawn: the proposal is a draft again.")
-    return redirect("proposal_detail", pk=pk)
-
-
-@role_required(CAN_READ)
-@require_POST
+@vary_on_headers("HX-Request")  # the replay partial for htmx
 def proposal_replay(request, pk):
     """Recompute from the stored snapshot and compare fingerprints (the auditor's check).
     Read-only, but POST because it is an action that costs a full computation."""
@@ -445,6 +427,7 @@ def proposal_replay(request, pk):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request")  # the progress partial for htmx
 def proposal_posting(request, pk):
     """The posting progress bar; htmx polls this partial until the job is posted or failed."""
     proposal = get_proposal_for(request, pk)
@@ -471,11 +454,4 @@ def _reconciliation_for(proposal):
 @role_required(CAN_DECIDE)
 @require_POST
 def proposal_resume_posting(request, pk):
-    proposal = get_proposal_for(request, pk)
-    try:
-        ledger_services.resume_posting(proposal, acting_user=request.user)
-    except Refused as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, "Posting resumed.")
-    return redirect("proposal_detail", pk=pk)
+    return _press(request, pk, ledger_services.resume_posting, "Posting resumed.")

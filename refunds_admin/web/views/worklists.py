@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.shortcuts import render
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
+from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts.roles import CAN_READ
 from refunds_admin.incidents.models import RESUME_WINDOW, Incident
@@ -86,12 +86,11 @@ def _page(request, qs):
 def _render(request, template, context):
     if request.htmx and request.htmx.target == "worklist":
         template += "#worklist"
-    response = render(request, template, context)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return render(request, template, context)
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request", "HX-Target")  # the worklist partial for htmx
 def proposal_list(request):
     form = ProposalFilterForm(request.GET)
     form.is_valid()
@@ -139,6 +138,7 @@ def proposal_list(request):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request", "HX-Target")  # the worklist partial for htmx
 def incident_list(request):
     form = IncidentFilterForm(request.GET)
     form.is_valid()
