@@ -239,7 +239,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         tournament=tournament,
         before=before,
         after=_facts(proposal) | {"snapshot_version": snapshot.version},
-        player_ids=sorted(set(result.columns.player_id)),
+        player_ids=list(dict.fromkeys(result.columns.player_id)),  # unique, in snapshot order
     )
     return proposal
 
@@ -356,10 +356,12 @@ def approve_proposal(
             "currency": fresh.currency,
         },
         # The players this approval credits, so that the history can be searched by player.
-        player_ids=PayoutLine.objects.filter(proposal=fresh, total_cents__gt=0)
-        .order_by("player_id")
-        .values_list("player_id", flat=True)
-        .distinct(),
+        player_ids=dict.fromkeys(
+            PayoutLine.objects.filter(proposal=fresh, total_cents__gt=0)
+            .order_by("position")
+            .values_list("player_id", flat=True)
+            .iterator(chunk_size=10_000)
+        ),
     )
     proposal = _sync(proposal)
     # The transactional outbox: the posting is recorded in this transaction, queued after commit.
