@@ -38,3 +38,10 @@ document.addEventListener("htmx:beforeRequest", function (event) {
     document.querySelectorAll("tr.statement-row").forEach(function (row) { row.remove(); });
   }
 });
+
+// <select data-autosubmit> submits its form when changed (the time zone switch). Here rather than
+// in an onchange="" attribute: the Content-Security-Policy allows no inline script.
+document.addEventListener("change", function (event) {
+  var el = event.target;
+  if (el.matches && el.matches("select[data-autosubmit]") && el.form) el.form.submit();
+});
