@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from refunds_admin.incidents.models import Incident
 from refunds_admin.tournaments import services as tournaments
@@ -58,9 +59,10 @@ def test_it_gives_the_approver_the_whole_picture_and_asks_before_deciding(
 
     # The breakdown: screen names by any-case prefix; every sort both ways.
     page.fill("#id_q", "SHARK000")
-    page.wait_for_function("document.querySelectorAll('#lines tbody tr').length === 10")
+    # Locator waits: wait_for_function's eval() is refused by the Content-Security-Policy.
+    expect(page.locator("#lines tbody tr")).to_have_count(10)
     page.fill("#id_q", "")
-    page.wait_for_function("document.querySelectorAll('#lines tbody tr').length === 100")
+    expect(page.locator("#lines tbody tr")).to_have_count(100)
     page.click("#lines th >> text=Total")
     page.wait_for_selector("#lines th[aria-sort=descending]")
     first = page.inner_text("#lines tbody tr >> nth=0 >> td >> nth=9")
@@ -139,10 +141,10 @@ def test_it_gives_staff_their_worklists(open_as, support, manager, other_manager
         "#worklist"
     )
     page.check("#id_mine")
-    page.wait_for_function("!document.querySelector('#worklist').innerText.includes('UP-LIST-MGR')")
+    expect(page.locator("#worklist")).not_to_contain_text("UP-LIST-MGR")
     assert "UP-LIST-SUB" in page.inner_text("#worklist")
     page.uncheck("#id_mine")
-    page.wait_for_function("document.querySelector('#worklist').innerText.includes('UP-LIST-MGR')")
+    expect(page.locator("#worklist")).to_contain_text("UP-LIST-MGR")
     shot(page, "worklist-proposals")
     page.click("#worklist .tabs a:has-text('Posted'), #worklist .tabs a:has-text('Approved')")
     page.wait_for_selector("#worklist >> text=UP-LIST-OK")
