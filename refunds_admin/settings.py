@@ -288,7 +288,10 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "filters": {"no_traceback_below_500": {"()": "refunds_admin.logfilters.NoTracebackBelow500"}},
     "loggers": {
+        # A 403 or 404 is one line, not a traceback (refunds_admin/logfilters.py).
+        "django.request": {"filters": ["no_traceback_below_500"]},
         # Django's own "django" logger has a console handler of its own: don't print twice.
         "django": {"handlers": [], "level": "INFO"},
         "django.db.backends": {"level": "WARNING"},

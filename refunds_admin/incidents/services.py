@@ -47,11 +47,17 @@ log = logging.getLogger(__name__)
 class RulePreview(NamedTuple):
     rule: str
     sentence: str
+    before_start: bool = False
 
 
 # --------------------------------------------------------------------------------------------
 # Reading the timing
 # --------------------------------------------------------------------------------------------
+
+
+def local_words(value: datetime) -> str:
+    """A moment as staff read it: in their time zone (the active one), named."""
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def _check_moment(
@@ -70,10 +76,10 @@ def _check_moment(
         return [(field, "has no time zone; give the offset (e.g. +00:00) or UTC")]
     now = now or timezone.now()
     if value > now:
-        return [(field, f"{value.isoformat()} is in the future")]
+        return [(field, f"{local_words(value)} is in the future")]
     if not_before is not None and value < not_before:
         return [
-            (field, f"{value.isoformat()} is before {not_before_what} {not_before.isoformat()}")
+            (field, f"{local_words(value)} is before {not_before_what} {local_words(not_before)}")
         ]
     return []
 
@@ -87,19 +93,26 @@ def _current_snapshot(tournament: Tournament) -> Snapshot:
 
 def _check_failed_at(parsed: ParsedSnapshot, failed_at: datetime) -> None:
     # The start comes from the stored snapshot document, the one source the rule is computed
-    # from, so the check, the rule and the elapsed time can never disagree.
-    problems = _check_moment(
-        failed_at,
-        "failed_at",
-        not_before=parsed.starts_at.at,
-        not_before_what="the tournament's start",
-    )
+    # from, so the check, the rule and the elapsed time can never disagree. A failure before the
+    # start is a fact the policy covers (rule 1, full refund); recording it needs a confirmation.
+    problems = _check_moment(failed_at, "failed_at")
     if problems:
         raise Refused("The failure time was refused.", problems=problems)
 
 
-def _elapsed_words(seconds: float) -> str:
-    seconds = int(seconds)
+def fails_before_start(parsed: ParsedSnapshot, failed_at: object) -> bool:
+    return isinstance(failed_at, datetime) and failed_at < parsed.starts_at.at
+
+
+BEFORE_START_PROBLEM = (
+    "is before the tournament's start {start}: that is rule 1, a full refund of buy-in and fee "
+    "to every entry; confirm it to record the incident"
+)
+
+
+def elapsed_in_words(seconds: float) -> str:
+    """Seconds in words, without a sign: "1 h 20 min", "14 min", "20 min 1 s"."""
+    seconds = abs(int(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:
@@ -120,7 +133,10 @@ def rule_sentence(
 ) -> str:
     """The sentence shown beside the incident form, e.g. "failed 14 min after start: full refund
     of buy-in and fee to all 1,000 entries"."""
-    when = f"failed {_elapsed_words(elapsed_seconds)} after start"
+    if elapsed_seconds < 0:
+        when = f"failed {elapsed_in_words(elapsed_seconds)} before the start"
+    else:
+        when = f"failed {elapsed_in_words(elapsed_seconds)} after start"
     payout = RULE_TEXT[rule].payout
     if rule == FULL_REFUND:
         why = "site-wide issues confirmed, " + when if site_wide_issue else when
@@ -155,7 +171,7 @@ def preview_rule(
         active=snapshot.active_count,
         paid_places=parsed.last_paid_place,
     )
-    return RulePreview(rule, sentence)
+    return RulePreview(rule, sentence, fails_before_start(parsed, failed_at))
 
 
 def store_rule(
@@ -228,8 +244,8 @@ def _follow_new_snapshot(snapshot: Snapshot, acting_user: User | None) -> Snapsh
             problems=[
                 (
                     "tournament.starts_at",
-                    f"{parsed.starts_at.at.isoformat()} is after the incident's failed_at "
-                    f"{incident.failed_at.isoformat()}",
+                    f"{local_words(parsed.starts_at.at)} is after the incident's failure "
+                    f"{local_words(incident.failed_at)}",
                 )
             ],
         )
@@ -261,8 +277,12 @@ def record_incident(
     cause: str,
     description: str,
     acting_user: User,
+    before_start_confirmed: bool = False,
 ) -> Incident:
-    """Record that play failed at `failed_at`. The rule the timing selects is stored with it."""
+    """Record that play failed at `failed_at`. The rule the timing selects is stored with it.
+
+    A failure before the tournament's start selects rule 1 (full refund); because that is
+    usually a mistyped time, it is recorded only with `before_start_confirmed`."""
     require_role(acting_user, CAN_PREPARE, "record incidents")
     tournament = Tournament.objects.select_for_update().get(pk=tournament.pk)
     snapshot = _current_snapshot(tournament)
@@ -276,6 +296,9 @@ def record_incident(
         _check_failed_at(parsed, failed_at)
     except Refused as e:
         problems += e.problems
+    if not problems and fails_before_start(parsed, failed_at) and not before_start_confirmed:
+        start = local_words(parsed.starts_at.at)
+        problems.append(("failed_at", BEFORE_START_PROBLEM.format(start=start)))
     if problems:
         raise Refused("The incident was refused; nothing was recorded.", problems=problems)
     live = tournament.incidents.filter(status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED])
@@ -310,6 +333,7 @@ def record_incident(
             "cause": cause,
             "rule": rule,
             "snapshot_version": snapshot.version,
+            **({"before_start": True} if fails_before_start(parsed, failed_at) else {}),
         },
         reason=description or "",
     )
@@ -388,8 +412,8 @@ def mark_resumed(incident: Incident, *, resumed_at: datetime, acting_user: User)
     )
     if resumed_at > fresh.deadline:
         raise Refused(
-            f"The 30-minute window passed at {fresh.deadline:%Y-%m-%d %H:%M:%S} UTC: play "
-            f"resuming at {resumed_at:%H:%M:%S} does not count; the tournament is cancelled "
+            f"The 30-minute window passed at {local_words(fresh.deadline)}: play "
+            f"resuming at {local_words(resumed_at)} does not count; the tournament is cancelled "
             "under the policy.",
             problems=[("resumed_at", "is more than 30 minutes after the failure")],
         )
@@ -456,8 +480,8 @@ def cancel_after_window(incident: Incident, *, acting_user: User | None) -> Inci
     _require_open(fresh, "cancel it")
     if timezone.now() < fresh.deadline:
         raise Refused(
-            f"The 30-minute window is still running until {fresh.deadline:%Y-%m-%d %H:%M:%S} "
-            "UTC; a manager can declare the tournament not resumable before then."
+            f"The 30-minute window is still running until {local_words(fresh.deadline)}; "
+            "a manager can declare the tournament not resumable before then."
         )
     _cancel(
         fresh,

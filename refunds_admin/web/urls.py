@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import audit, dashboard, incidents, players, proposals, tournaments
+from .views import audit, dashboard, incidents, players, proposals, tournaments, worklists
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
@@ -9,6 +9,9 @@ urlpatterns = [
     path("tournaments/", tournaments.tournament_list, name="tournament_list"),
     path("tournaments/import/", tournaments.tournament_import, name="tournament_import"),
     path("tournaments/<int:pk>/", tournaments.tournament_detail, name="tournament_detail"),
+    # Worklists
+    path("proposals/", worklists.proposal_list, name="proposal_list"),
+    path("incidents/", worklists.incident_list, name="incident_list"),
     # Incidents
     path("incidents/new/", incidents.incident_new, name="incident_new"),
     path("incidents/preview/", incidents.incident_preview, name="incident_preview"),
@@ -42,6 +45,7 @@ urlpatterns = [
     path("proposals/<int:pk>/submit/", proposals.proposal_submit, name="proposal_submit"),
     path("proposals/<int:pk>/approval/", proposals.proposal_approval, name="proposal_approval"),
     path("proposals/<int:pk>/reject/", proposals.proposal_reject, name="proposal_reject"),
+    path("proposals/<int:pk>/withdraw/", proposals.proposal_withdraw, name="proposal_withdraw"),
     path("proposals/<int:pk>/replay/", proposals.proposal_replay, name="proposal_replay"),
     path("proposals/<int:pk>/posting/", proposals.proposal_posting, name="proposal_posting"),
     path(

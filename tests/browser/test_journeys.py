@@ -71,7 +71,8 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
     page.click("button:has-text('Submit for approval')")
     page.wait_for_selector(".badge.submitted")
     page.select_option("#id_sort", "total")
-    page.wait_for_selector("#lines tbody tr")
+    # The sorted rows have replaced the first ones (the header says so) before a row is clicked.
+    page.wait_for_selector("#lines th[aria-sort=descending] >> text=Total")
     page.click("#lines tbody tr >> nth=0 >> text=Statement")
     page.wait_for_selector("#statement table.statement")
     shot(page, "proposal", max_height=1100)
