@@ -1,7 +1,10 @@
+from functools import partial
+
 from django.db import transaction
 
 from . import context
 from .models import AuditEvent
+from .signals import event_committed
 
 
 def record(
@@ -17,7 +20,7 @@ def record(
     ctx = context.current.get()
     if tournament is not None and not isinstance(tournament, str):
         tournament = tournament.external_id
-    return AuditEvent.objects.create(
+    event = AuditEvent.objects.create(
         actor=actor if actor is not None and actor.is_authenticated else None,
         actor_name=actor.get_username()
         if actor is not None and actor.is_authenticated
@@ -33,3 +36,8 @@ def record(
         request_id=ctx.request_id,
         ip=ctx.ip,
     )
+    transaction.on_commit(
+        partial(event_committed.send, sender=AuditEvent, event_id=event.pk, action=action),
+        robust=True,
+    )
+    return event

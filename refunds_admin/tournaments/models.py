@@ -124,6 +124,11 @@ class Entry(models.Model):
     fee_paid_cents = models.BigIntegerField()
     finish_place = models.PositiveIntegerField(null=True, blank=True)
     prize_awarded_cents = models.BigIntegerField(null=True, blank=True)
+    email = models.CharField(
+        max_length=254,
+        blank=True,
+        help_text="Where the player's statement may be e-mailed (optional snapshot field).",
+    )
 
     class Meta:
         ordering = ["snapshot", "position"]

@@ -175,7 +175,7 @@ def _store(parsed, text, sha256, *, acting_user, source):
             for place in range(row.place_from, row.place_to + 1)
         ),
     )
-    _insert_entries(snapshot, parsed.columns)
+    _insert_entries(snapshot, parsed.columns, parsed.emails)
     tournament.current_snapshot = snapshot
     tournament.save()
     # The rule preview and the proposal that usually follow need the parsed snapshot: keep it.
@@ -248,10 +248,16 @@ ENTRY_COLUMNS_IN_DB = (
     "fee_paid_cents",
     "finish_place",
     "prize_awarded_cents",
+    "email",
 )
 
 
-def _insert_entries(snapshot, columns):
+def columns_email(emails):
+    """entry_id -> e-mail address or "" (most entries carry none)."""
+    return lambda entry_id: emails.get(entry_id, "")
+
+
+def _insert_entries(snapshot, columns, emails=None):
     """Write the entries in snapshot order (COPY on PostgreSQL), from the engine's columns;
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
     message is position 4."""
@@ -259,6 +265,7 @@ def _insert_entries(snapshot, columns):
     rows = zip(
         repeat(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
+        map(columns_email(emails or {}), c.entry_id),
     )  # fmt: skip
     insert_rows(Entry, ENTRY_COLUMNS_IN_DB, rows)
 
@@ -289,6 +296,7 @@ ENTRY_COLUMNS = (
     "fee_paid",
     "finish_place",
     "prize_awarded",
+    "email",
 )
 ENTRY_REQUIRED = ("entry_id", "player_id", "status")
 ENTRY_INTEGERS = ("chips", "finish_place")

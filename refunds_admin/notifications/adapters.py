@@ -1,0 +1,288 @@
+"""Where player statements go: the operator's messaging webhook, or Django's e-mail backend.
+
+Both answer `send(message, content)` with an Outcome: sent (with the remote id), refused (a
+definite "no": needs a human), or raise NotifierStopped (our credentials are refused: stop the
+job) / NotifierUnavailable (kept failing: the job retries later).
+
+The webhook client follows the cashier adapter's rules (ledger/wallets.py, design.md convention
+13): the Idempotency-Key is the same on every try; a refused connection is safe to send again;
+after a timeout or a dropped answer the outcome is unknown, so it asks (GET) before sending
+again; 429 and 5xx wait (Retry-After, else exponential backoff) and retry; 409/422 is a refusal
+for a human; 401/403 stops the job. Unlike the cashier client it keeps one keep-alive
+connection per sending thread: a 100k-player posting is 100k requests. Only the standard
+library (http.client) is used.
+"""
+
+import http.client
+import json
+import logging
+import smtplib
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+
+from .models import Channel
+
+log = logging.getLogger(__name__)
+
+
+class NotifierStopped(Exception):
+    """The messaging service refuses our credentials (401/403): stop the job, fix the config."""
+
+
+class NotifierUnavailable(Exception):
+    """The messaging service kept failing (5xx, 429, refused, unknown outcome): retry later."""
+
+
+@dataclass
+class Outcome:
+    sent: bool
+    remote_id: str = ""
+    error: str = ""
+
+
+@dataclass
+class Content:
+    subject: str
+    text: str
+    html: str
+
+
+class _Unknown(Exception):
+    """Sent, but no answer came back: it may have been delivered."""
+
+
+class _NotSent(Exception):
+    """The request never reached the service: safe to send again."""
+
+
+class WebhookNotifier:
+    """POST {NOTIFY_URL}/messages, keyed by player id (docs/notifications.md)."""
+
+    channel = Channel.WEBHOOK
+
+    def __init__(self, base_url, token, *, timeout=10.0, max_tries=8, backoff=0.5, max_wait=30.0):
+        parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
+        self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
+        self.base_path = parsed.path
+        self.endpoint = base_url.rstrip("/") + "/messages"
+        self.token = token
+        self.timeout = timeout
+        self.max_tries = max_tries
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self._local = threading.local()
+
+    def address_for(self, player_id, email):
+        """The webhook is keyed by player id: every player has an address."""
+        return player_id
+
+    # -- one HTTP exchange over this thread's keep-alive connection ----------------------------
+
+    def _connection(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = (
+                http.client.HTTPSConnection
+                if self.scheme == "https"
+                else http.client.HTTPConnection
+            )
+            conn = cls(self.host, self.port, timeout=self.timeout)
+            self._local.conn = conn
+        return conn
+
+    def _drop(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+        self._local.conn = None
+
+    def close(self):
+        self._drop()
+
+    def _request(self, method, path, body=None, headers=None):
+        """(status, json or None, headers). Raises _NotSent before sending, _Unknown after."""
+        all_headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        all_headers.update(headers or {})
+        for reuse in (True, False):
+            conn = self._connection()
+            fresh = conn.sock is None
+            if fresh:
+                try:
+                    conn.connect()
+                except OSError as exc:  # refused, unreachable: nothing was sent
+                    self._drop()
+                    raise _NotSent(str(exc) or type(exc).__name__) from exc
+            try:
+                conn.request(method, self.base_path + path, body=body, headers=all_headers)
+                response = conn.getresponse()
+                raw = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                if (
+                    reuse
+                    and not fresh
+                    and isinstance(exc, (http.client.RemoteDisconnected, BrokenPipeError))
+                ):
+                    # The server closed an idle keep-alive connection before reading this
+                    # request: it never saw it, so sending on a new connection is safe.
+                    continue
+                raise _Unknown(str(exc) or type(exc).__name__) from exc
+            if response.will_close:
+                self._drop()
+            try:
+                payload = json.loads(raw) if raw else None
+            except ValueError:
+                payload = None
+            return response.status, payload, response.headers
+        raise _Unknown("connection closed twice")  # pragma: no cover - loop always returns
+
+    def _wait(self, attempt, retry_after=None):
+        delay = min(self.max_wait, self.backoff * (2 ** (attempt - 1)))
+        if retry_after:
+            try:
+                delay = min(self.max_wait, max(0.0, float(retry_after)))
+            except ValueError:
+                pass
+        time.sleep(delay)
+
+    # -- the protocol ------------------------------------------------------------------------------
+
+    def status_of(self, key):
+        """(delivered, id): True, False (never received: safe to send) or None (unknown)."""
+        try:
+            status, payload, _ = self._request(
+                "GET", "/messages/" + urllib.parse.quote(key, safe="")
+            )
+        except (_NotSent, _Unknown):
+            return None, ""
+        if status == 200 and payload is not None:
+            return True, str(payload.get("message_id", ""))
+        if status == 404:
+            return False, ""
+        if status in (401, 403):
+            raise NotifierStopped(f"messaging webhook answered {status}: check NOTIFY_TOKEN")
+        return None, ""
+
+    def send(self, message, content):
+        body = json.dumps(
+            {
+                "player_id": message.player_id,
+                "subject": content.subject,
+                "text": content.text,
+                "html": content.html,
+                "reference": f"proposal {message.proposal_id}",
+            }
+        ).encode()
+        key = message.idempotency_key
+        headers = {"Idempotency-Key": key, "Content-Type": "application/json"}
+        must_ask_first = False
+        for attempt in range(1, self.max_tries + 1):
+            if must_ask_first:
+                # The last request may have been delivered: ask before sending it again.
+                delivered, remote_id = self.status_of(key)
+                if delivered:
+                    return Outcome(True, remote_id)
+                if delivered is None:
+                    self._wait(attempt)
+                    continue
+                must_ask_first = False
+            try:
+                status, payload, response_headers = self._request(
+                    "POST", "/messages", body, headers
+                )
+            except _NotSent as exc:
+                log.info("messaging webhook not reachable for %s (%s); retrying", key, exc)
+                self._wait(attempt)
+                continue
+            except _Unknown as exc:
+                log.info("no answer from the webhook for %s (%s); asking first", key, exc)
+                must_ask_first = True
+                continue
+            if status in (200, 201, 202):
+                return Outcome(True, str((payload or {}).get("message_id", "")))
+            if status in (409, 422):
+                error = (payload or {}).get("error", "") or f"HTTP {status}"
+                return Outcome(False, error=f"webhook refused ({status}): {error}")
+            if status in (401, 403):
+                raise NotifierStopped(f"messaging webhook refused our token ({status})")
+            if status == 429 or status >= 500:
+                self._wait(attempt, response_headers.get("Retry-After"))
+                continue
+            return Outcome(False, error=f"webhook answered an unexpected {status}")
+        raise NotifierUnavailable(f"no confirmation for {key} after {self.max_tries} tries")
+
+
+class EmailNotifier:
+    """Django's e-mail backend, for players whose snapshot entry carries `email`.
+
+    SMTP has no idempotency key and no way to ask whether a message arrived, so the job marks a
+    message `sending` before handing it over: a worker killed in between leaves it `sending`,
+    and the next run lists it as failed ("outcome unknown") for a manager to check and retry,
+    rather than e-mailing the player twice.
+    """
+
+    channel = Channel.EMAIL
+    claims_before_sending = True
+
+    def __init__(self):
+        self.endpoint = settings.EMAIL_BACKEND
+        self._local = threading.local()
+
+    def address_for(self, player_id, email):
+        return email or ""
+
+    def close(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def send(self, message, content):
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = get_connection()
+            conn.open()
+        email = EmailMultiAlternatives(
+            subject=content.subject,
+            body=content.text,
+            to=[message.address],
+            connection=conn,
+            headers={"X-Idempotency-Key": message.idempotency_key},
+        )
+        email.attach_alternative(content.html, "text/html")
+        try:
+            email.send()
+        except smtplib.SMTPRecipientsRefused as exc:  # a definite "no" for this address
+            return Outcome(False, error=f"e-mail refused: {exc}")
+        except OSError as exc:  # the server is down or dropped us (SMTPException is an OSError)
+            self.close()
+            raise NotifierUnavailable(f"e-mail backend: {exc}") from exc
+        except Exception as exc:  # SMTPRecipientsRefused and the like: a definite refusal
+            return Outcome(False, error=f"e-mail refused: {exc}")
+        return Outcome(True, "")
+
+
+WebhookNotifier.claims_before_sending = False
+
+
+def notifier_for(channel):
+    if channel == Channel.WEBHOOK:
+        if not settings.NOTIFY_URL:
+            raise NotifierStopped("the webhook channel needs NOTIFY_URL")
+        return WebhookNotifier(
+            settings.NOTIFY_URL,
+            settings.NOTIFY_TOKEN,
+            timeout=settings.NOTIFY_TIMEOUT,
+            max_tries=settings.NOTIFY_MAX_TRIES,
+            backoff=settings.NOTIFY_BACKOFF,
+        )
+    return EmailNotifier()
+
+
+def configured_channel():
+    return settings.STATEMENT_CHANNEL
