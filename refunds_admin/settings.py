@@ -213,7 +213,9 @@ NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5)  # job runs ending in an
 NOTIFY_STALE_AFTER = env_int("NOTIFY_STALE_AFTER", 120)  # seconds without heartbeat: re-queued
 STATEMENT_CHANNEL = env("STATEMENT_CHANNEL", "webhook" if NOTIFY_URL else "email")
 if STATEMENT_CHANNEL not in ("webhook", "email"):
-    raise ImproperlyConfigured(f"STATEMENT_CHANNEL must be webhook or email, not {STATEMENT_CHANNEL!r}")
+    raise ImproperlyConfigured(
+        f"STATEMENT_CHANNEL must be webhook or email, not {STATEMENT_CHANNEL!r}"
+    )
 if STATEMENT_CHANNEL == "webhook" and not NOTIFY_URL:
     raise ImproperlyConfigured("STATEMENT_CHANNEL=webhook needs NOTIFY_URL (and NOTIFY_TOKEN)")
 # Links in staff e-mails point here.

@@ -19,7 +19,9 @@ from refunds_admin.tournaments.services import import_snapshot
 ACTIVE_CHIPS = [40_000, 30_000, 20_000, 10_000]
 
 
-def snapshot_doc(external_id="T-1", *, starts_at=None, active_chips=None, eliminated=6, **extra):
+def snapshot_doc(
+    external_id="T-1", *, starts_at=None, active_chips=None, eliminated=6, emails=None, **extra
+):
     starts_at = starts_at or timezone.now() - timedelta(hours=2)
     chips = active_chips or ACTIVE_CHIPS
     entries = [
@@ -40,6 +42,9 @@ def snapshot_doc(external_id="T-1", *, starts_at=None, active_chips=None, elimin
         }
         for i in range(eliminated)
     ]
+    for entry in entries:
+        if emails and entry["entry_id"] in emails:
+            entry["email"] = emails[entry["entry_id"]]
     doc = {
         "format": "tournament-snapshot/1",
         "tournament": {
@@ -104,3 +109,18 @@ def approved_proposal(preparer, approver, **kwargs):
     return proposals.approve_proposal(
         proposal, acting_user=approver, fingerprint=proposal.fingerprint
     )
+
+
+def posted_proposal(preparer, approver, **kwargs):
+    """Approved, then posted by the posting service (what the Celery task runs)."""
+    from refunds_admin.ledger import services as ledger
+
+    proposal = approved_proposal(preparer, approver, **kwargs)
+    ledger.post_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    return proposal
+
+
+def many_chips(n):
+    """Chip counts for `n` active entries (players p1..pn), for posting many statements."""
+    return [1_000 + 10 * i for i in range(n)]

@@ -119,18 +119,23 @@ class WebhookNotifier:
                     raise _NotSent(str(exc) or type(exc).__name__) from exc
             try:
                 conn.request(method, self.base_path + path, body=body, headers=all_headers)
+            except BrokenPipeError as exc:
+                self._drop()
+                if reuse and not fresh:
+                    # The server had closed this idle keep-alive connection: the request was
+                    # not written, so sending it on a new connection is safe.
+                    continue
+                raise _Unknown(str(exc) or type(exc).__name__) from exc
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                raise _Unknown(str(exc) or type(exc).__name__) from exc
+            try:
                 response = conn.getresponse()
                 raw = response.read()
             except (OSError, http.client.HTTPException) as exc:
+                # Sent, and no answer (timeout, dropped connection -- even an idle keep-alive
+                # closed at this moment looks the same): the outcome is unknown, ask first.
                 self._drop()
-                if (
-                    reuse
-                    and not fresh
-                    and isinstance(exc, (http.client.RemoteDisconnected, BrokenPipeError))
-                ):
-                    # The server closed an idle keep-alive connection before reading this
-                    # request: it never saw it, so sending on a new connection is safe.
-                    continue
                 raise _Unknown(str(exc) or type(exc).__name__) from exc
             if response.will_close:
                 self._drop()

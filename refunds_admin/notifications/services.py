@@ -220,11 +220,15 @@ def _send_all(job, *, max_batches=None):
     proposal = PayoutProposal.objects.select_related("incident__tournament").get(pk=job.proposal_id)
     tournament = proposal.incident.tournament
     label = f"{tournament.external_id} {tournament.name}".strip()
-    maker = []  # the engine's proposal is computed on the first message only
+    # The engine's proposal is computed once, in this thread (it reads the database), and only
+    # when there is something to send.
+    maker = []
 
-    def statement_of(entry_id):
+    def ensure_maker():
         if not maker:
             maker.append(statement_maker(proposal))
+
+    def statement_of(entry_id):
         return maker[0](entry_id)
 
     def content(message):
@@ -253,6 +257,7 @@ def _send_all(job, *, max_batches=None):
                 if not batch:
                     break
                 last_id = batch[-1].id
+                ensure_maker()
                 if notifier.claims_before_sending:
                     results = [_send_claimed(notifier, m, content) for m in batch]
                 else:

@@ -219,11 +219,14 @@ def check_stuck_postings(*, now=None):
     for job in stuck:
         t = job.proposal.incident.tournament
         since = job.heartbeat_at or job.queued_at
-        rows = StaffNotification.objects.bulk_create(
+        reference = f"posting-{job.pk}-stuck-{job.attempts}"
+        if StaffNotification.objects.filter(kind=StaffKind.POSTING, reference=reference).exists():
+            continue  # told already (the unique key also stops a concurrent sweep)
+        StaffNotification.objects.bulk_create(
             [
                 StaffNotification(
                     kind=StaffKind.POSTING,
-                    reference=f"posting-{job.pk}-stuck-{job.attempts}",
+                    reference=reference,
                     user=user,
                     email=user.email,
                     subject=f"Posting stuck: {t.external_id} refunds",
@@ -239,8 +242,7 @@ def check_stuck_postings(*, now=None):
             ],
             ignore_conflicts=True,
         )
-        if rows:
-            reported.append(job.proposal_id)
+        reported.append(job.proposal_id)
     return reported
 
 
