@@ -121,6 +121,14 @@ def posted_proposal(preparer, approver, **kwargs):
     return proposal
 
 
-def many_chips(n):
-    """Chip counts for `n` active entries (players p1..pn), for posting many statements."""
-    return [1_000 + 10 * i for i in range(n)]
+def many_players(n):
+    """snapshot_doc arguments for `n` active entries (players p1..pn) and a prize table large
+    enough for the policy to apply: for posting many statements."""
+    return {
+        "active_chips": [1_000 + 10 * i for i in range(n)],
+        "prizes": [
+            {"place": 1, "amount": f"{n * 40}.00"},
+            {"place": 2, "amount": f"{n * 20}.00"},
+            {"place": 3, "amount": f"{n * 10}.00"},
+        ],
+    }
