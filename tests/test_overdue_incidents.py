@@ -8,6 +8,7 @@ from django.core import mail
 from django.utils import timezone
 
 from refunds_admin.audit.models import AuditEvent
+from refunds_admin.celery import app
 from refunds_admin.incidents.models import Incident
 from refunds_admin.incidents.tasks import flag_overdue
 from refunds_admin.tournaments.models import Tournament
@@ -16,8 +17,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def locmem_mail(settings):
+def locmem_mail(settings, monkeypatch):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    # The e-mail is derived from the committed audit event by the notifications' dispatch task:
+    # in-process here, as without REDIS_URL.
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
 
 
 def incident(support, minutes_ago, status=Incident.Status.OPEN, n=[0]):  # noqa: B006

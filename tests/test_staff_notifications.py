@@ -10,12 +10,19 @@ from django.core import mail
 from django.db import transaction
 from django.utils import timezone
 
+from refunds_admin.celery import app
 from refunds_admin.ledger import services as ledger
 from refunds_admin.notifications import staff
 from refunds_admin.notifications.models import StaffKind, StaffNotification
 from refunds_admin.proposals import services as proposals
 from tests.factories import approved_proposal, draft_proposal, submitted_proposal
 from tests.fake_cashier import FakeCashier
+
+
+@pytest.fixture(autouse=True)
+def in_process(monkeypatch):
+    """The after-commit kick runs the dispatch task in-process (as without REDIS_URL)."""
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
 
 
 @pytest.fixture
