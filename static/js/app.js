@@ -19,3 +19,9 @@
   }
   document.addEventListener("DOMContentLoaded", function () { tick(); setInterval(tick, 1000); });
 })();
+
+// Print buttons (<button data-print>): the statement page prints itself without inline script.
+document.addEventListener("click", function (event) {
+  var button = event.target.closest("[data-print]");
+  if (button) { event.preventDefault(); window.print(); }
+});
