@@ -76,13 +76,13 @@ def import_doc(user, doc=None, **kwargs):
     return import_snapshot(dumps(doc).encode(), acting_user=user, source=Snapshot.Source.UPLOAD)
 
 
-def open_incident(user, *, failed_ago=timedelta(minutes=5), **kwargs):
+def open_incident(user, *, failed_ago=timedelta(minutes=5), cause="server_crash", **kwargs):
     """A tournament that started 2 hours ago and failed `failed_ago` ago."""
     tournament = import_doc(user, **kwargs).tournament
     return incidents.record_incident(
         tournament,
         failed_at=timezone.now() - failed_ago,
-        cause="server_crash",
+        cause=cause,
         description="game server crashed",
         acting_user=user,
     )

@@ -9,7 +9,7 @@ and skipping every row before it.
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.proposals.models import PayoutLine
@@ -215,10 +215,19 @@ def find_players(q):
                 found["emails"].add(email)
             found["snapshots"].add(snapshot_id)
     out = sorted(players.values(), key=lambda p: p["player_id"].lower())[:PLAYER_MATCHES]
+    # Every tournament each found player played, not only those where the match was found.
+    counts = dict(
+        base.annotate(k=Lower("player_id"))
+        .filter(k__in={p["player_id"].lower() for p in out})
+        .values("player_id")
+        .annotate(n=Count("snapshot_id", distinct=True))
+        .values_list("player_id", "n")
+    )
     for p in out:
         p["screen_names"] = sorted(p["screen_names"])
         p["emails"] = sorted(p["emails"])
-        p["tournaments"] = len(p.pop("snapshots"))
+        p["tournaments"] = counts.get(p["player_id"], len(p["snapshots"]))
+        del p["snapshots"]
     return out
 
 

@@ -1,5 +1,4 @@
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -62,8 +61,8 @@ def statement_retry(request, pk):
     return redirect("statement_outbox", pk=proposal.pk)
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
+@role_required(CAN_READ)
 def notification_settings(request):
     """Each user turns each kind of staff e-mail on or off."""
     if request.method == "POST":

@@ -11,7 +11,7 @@ from refunds_admin.reports.selectors import CAN_REPORT
 
 from ..access import get_proposal_for, role_required
 from ..forms import ReportRangeForm
-from ..money import format_money
+from ..money import plain_amount
 
 
 def _range(request):
@@ -96,7 +96,7 @@ def finance_report_csv(request):
             yield writer.writerow(
                 [
                     r["month"].strftime("%Y-%m"), r["cause"], r["rule"], r["currency"],
-                    r["incidents"], r["players"], r["credits"], format_money(r["cents"]),
+                    r["incidents"], r["players"], r["credits"], plain_amount(r["cents"]),
                 ]
             )  # fmt: skip
 
