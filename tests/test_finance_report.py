@@ -3,8 +3,8 @@ currency, for any date range; managers and auditors only; chart, CSV and a posti
 
 import csv
 import io
-from decimal import Decimal
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.db.models import Sum
