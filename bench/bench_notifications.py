@@ -117,9 +117,10 @@ def bench_statements_100k():
             f"batches of {settings.NOTIFY_BATCH_SIZE}",
             flush=True,
         )
-        started = time.perf_counter()
+        load_before = os.getloadavg()[0]
+        started, cpu = time.perf_counter(), time.process_time()
         state = notifications.deliver_statements(proposal.pk)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         sent = StatementMessage.objects.filter(
             proposal=proposal, state=StatementMessage.State.SENT
         ).count()
@@ -131,6 +132,11 @@ def bench_statements_100k():
         print(
             f"   sending {sent:,} statements: {elapsed:.1f} s ({sent / elapsed:,.0f}/s; "
             f"goal <= {GOAL_SEND:.0f} s) {verdict}",
+            flush=True,
+        )
+        print(
+            f"   sender CPU {cpu:.1f} s; machine load average {load_before:.1f} before, "
+            f"{os.getloadavg()[0]:.1f} after (2 cores, shared)",
             flush=True,
         )
     finally:

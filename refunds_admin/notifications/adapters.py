@@ -145,6 +145,8 @@ class WebhookNotifier:
         self.backoff = backoff
         self.max_wait = max_wait
         self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open = []
 
     def address_for(self, player_id, email):
         """The webhook is keyed by player id: every player has an address."""
@@ -156,6 +158,8 @@ class WebhookNotifier:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = _KeepAlive(self.scheme, self.host, self.port, self.timeout)
+            with self._lock:
+                self._open.append(conn)
         return conn
 
     def _drop(self):
@@ -165,7 +169,12 @@ class WebhookNotifier:
         self._local.conn = None
 
     def close(self):
-        self._drop()
+        """Close every thread's connection (the job is over)."""
+        with self._lock:
+            open_connections, self._open = self._open, []
+        for conn in open_connections:
+            conn.close()
+        self._local.conn = None
 
     def _request(self, method, path, body=None, headers=None):
         """(status, json or None, headers). Raises _NotSent before sending, _Unknown after."""

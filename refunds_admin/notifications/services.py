@@ -245,35 +245,63 @@ def _send_all(job, *, max_batches=None):
             updated_at=timezone.now(),
         )
     unavailable = None
-    last_id, batches = 0, 0
+    last_id, fetched = 0, 0
     batch_size = settings.NOTIFY_BATCH_SIZE
     concurrency = 1 if notifier.claims_before_sending else max(1, settings.NOTIFY_CONCURRENCY)
+
+    def next_batch():
+        nonlocal last_id, fetched
+        if max_batches is not None and fetched >= max_batches:
+            return []
+        batch = list(
+            pending.filter(state=MState.PENDING, id__gt=last_id).order_by("id")[:batch_size]
+        )
+        if batch:
+            last_id, fetched = batch[-1].id, fetched + 1
+            ensure_maker()
+        return batch
+
+    def record(results):
+        nonlocal unavailable
+        stopped = _record_batch(job, results)
+        unavailable = next(
+            (r for _, r in results if isinstance(r, NotifierUnavailable)), unavailable
+        )
+        return stopped
+
     try:
-        with ThreadPoolExecutor(concurrency) as pool:
-            while max_batches is None or batches < max_batches:
-                batch = list(
-                    pending.filter(state=MState.PENDING, id__gt=last_id).order_by("id")[:batch_size]
-                )
-                if not batch:
-                    break
-                last_id = batch[-1].id
-                ensure_maker()
-                if notifier.claims_before_sending:
-                    results = [_send_claimed(notifier, m, content) for m in batch]
-                else:
-                    results = list(pool.map(partial(_send_one, notifier, content), batch))
-                stopped = _record_batch(job, results)
-                unavailable = next(
-                    (r for _, r in results if isinstance(r, NotifierUnavailable)), unavailable
-                )
+        if notifier.claims_before_sending:
+            # E-mail: one message at a time, each claimed in its own commit first.
+            while batch := next_batch():
+                stopped = record([_send_claimed(notifier, m, content) for m in batch])
                 if stopped is not None:
                     raise stopped
-                batches += 1
+        else:
+            # Webhook: while one batch's outcomes are written, the next batch is being sent.
+            with ThreadPoolExecutor(concurrency) as pool:
+                in_flight = None
+                while True:
+                    batch = next_batch()
+                    sending = [pool.submit(_send_one, notifier, content, m) for m in batch]
+                    if in_flight is not None:
+                        stopped = record([f.result() for f in in_flight])
+                        if stopped is not None:
+                            for future in sending:
+                                future.cancel()
+                            record([f.result() for f in sending if not f.cancelled()])
+                            raise stopped
+                    if not batch:
+                        break
+                    in_flight = sending
     finally:
         notifier.close()
     if unavailable is not None:
         raise unavailable
-    if max_batches is not None and batches >= max_batches:
+    if (
+        max_batches is not None
+        and fetched >= max_batches
+        and pending.filter(state=MState.PENDING).exists()
+    ):
         return False
     _finish(job)
     return True
