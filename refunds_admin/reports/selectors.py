@@ -121,8 +121,11 @@ def cashier_references(keys):
 
 def postings(start=None, end=None, limit=200):
     """The postings in the range, newest first (each links to its credits)."""
-    return list(
+    rows = list(
         _window(start, end)
         .select_related("proposal__incident__tournament")
         .order_by("-posted_at")[:limit]
     )
+    for row in rows:
+        row.cause_label = CAUSE_LABELS.get(row.cause, row.cause)
+    return rows
