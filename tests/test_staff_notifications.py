@@ -118,3 +118,12 @@ def test_each_user_can_turn_each_kind_off(support, manager, other_manager, staff
     assert not StaffNotification.objects.filter(user=other_manager).exists()
     with pytest.raises(ValueError):
         staff.set_preferences(manager, ["everything"])
+
+
+def test_the_sweep_runs_as_a_named_celery_task(support, manager, other_manager, staff_emails):
+    from refunds_admin.notifications.tasks import sweep
+
+    submitted_proposal(support)  # its after-commit kick never ran (no commit in this test)
+    result = sweep.apply().get()
+    assert len(result["handled"]) == 1 and result["stuck"] == []
+    assert sent_to("Approval needed") == ["maria@example.test", "otto@example.test"]
