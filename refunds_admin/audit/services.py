@@ -1,10 +1,8 @@
-from functools import partial
-
 from django.db import transaction
 
 from . import context
 from .models import AuditEvent
-from .signals import event_committed
+from .signals import event_recorded
 
 
 def record(
@@ -36,8 +34,5 @@ def record(
         request_id=ctx.request_id,
         ip=ctx.ip,
     )
-    transaction.on_commit(
-        partial(event_committed.send, sender=AuditEvent, event_id=event.pk, action=action),
-        robust=True,
-    )
+    event_recorded.send(sender=AuditEvent, event=event)
     return event

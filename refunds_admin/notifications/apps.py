@@ -6,4 +6,4 @@ class NotificationsConfig(AppConfig):
     label = "notifications"
 
     def ready(self):
-        from . import receivers  # noqa: F401  connects to audit's event_committed
+        from . import receivers  # noqa: F401  connects to audit's event_recorded

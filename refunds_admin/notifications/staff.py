@@ -2,7 +2,7 @@
 
 The lower layers (proposals, ledger, incidents) already write an audit event in the same
 transaction as every state change. This module reads those events once they have committed --
-kicked by audit's `event_committed` signal, swept every minute as a backstop -- and turns each
+kicked after commit via audit's `event_recorded` signal, swept every minute as a backstop -- and turns each
 into e-mails, so no lower layer imports notifications, and nothing is e-mailed for a change that
 rolled back. Each (kind, event, user) e-mail is a StaffNotification row with a unique key: a
 second dispatcher, a repeated signal or the sweeper cannot send it twice.

@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='entry',
             name='email',
-            field=models.CharField(blank=True, help_text="Where the player's statement may be e-mailed (optional snapshot field).", max_length=254),
+            field=models.CharField(blank=True, db_default='', default='', help_text="Where the player's statement may be e-mailed (optional snapshot field).", max_length=254),
         ),
         migrations.RunPython(add_lookup_indexes, drop_lookup_indexes),
     ]
