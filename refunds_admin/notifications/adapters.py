@@ -22,6 +22,7 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
@@ -66,10 +67,11 @@ class _KeepAlive:
     headers with the e-mail parser, which is most of a request's cost at 100k messages; this
     reads the status line, the headers and a Content-Length or chunked body, nothing more."""
 
-    def __init__(self, scheme, host, port, timeout):
+    def __init__(self, scheme: str, host: str, port: int | None, timeout: float) -> None:
         self.scheme, self.host, self.timeout = scheme, host, timeout
         self.port = port or (443 if scheme == "https" else 80)
-        self.sock = self.file = None
+        self.sock: Any = None
+        self.file: Any = None
 
     @property
     def connected(self):
@@ -133,6 +135,7 @@ class WebhookNotifier:
     """POST {NOTIFY_URL}/messages, keyed by player id (docs/notifications.md)."""
 
     channel = Channel.WEBHOOK
+    claims_before_sending = False  # idempotent: a resend under the same key is harmless
 
     def __init__(self, base_url, token, *, timeout=10.0, max_tries=8, backoff=0.5, max_wait=30.0):
         parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
@@ -338,9 +341,6 @@ class EmailNotifier:
         except Exception as exc:  # SMTPRecipientsRefused and the like: a definite refusal
             return Outcome(False, error=f"e-mail refused: {exc}")
         return Outcome(True, "")
-
-
-WebhookNotifier.claims_before_sending = False
 
 
 def notifier_for(channel):

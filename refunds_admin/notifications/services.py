@@ -14,10 +14,12 @@
 
 import json
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -66,7 +68,7 @@ def schedule_statements(proposal, *, channel=None):
         )
         if not created:
             return job
-        players = {}
+        players: dict[str, list[Any]] = {}  # player -> [screen name, entry ids, cents]
         lines = (
             PayoutLine.objects.filter(proposal_id=proposal.pk, total_cents__gt=0)
             .order_by("position")
@@ -222,7 +224,7 @@ def _send_all(job, *, max_batches=None):
     label = f"{tournament.external_id} {tournament.name}".strip()
     # The engine's proposal is computed once, in this thread (it reads the database), and only
     # when there is something to send.
-    maker = []
+    maker: list[Callable[[str], str]] = []
 
     def ensure_maker():
         if not maker:
@@ -385,7 +387,10 @@ def _count(job, **extra):
         .annotate(n=Count("pk"))
         .values_list("state", "n")
     )
-    fields = {"sent": counts.get(MState.SENT, 0), "failed": counts.get(MState.FAILED, 0)}
+    fields: dict[str, Any] = {
+        "sent": counts.get(MState.SENT, 0),
+        "failed": counts.get(MState.FAILED, 0),
+    }
     if extra.get("heartbeat"):
         fields["heartbeat_at"] = timezone.now()
     StatementJob.objects.filter(pk=job.pk).update(**fields)

@@ -9,6 +9,7 @@ day a proposal was posted (UTC), both ends included.
 import statistics
 from collections import defaultdict
 from datetime import UTC, datetime, time, timedelta
+from typing import Any
 
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncMonth
@@ -86,7 +87,7 @@ def finance_report(start=None, end=None):
 
 def chart_series(rows, currency):
     """(months, causes, {(month, cause): cents}) of one currency, for the stacked chart."""
-    values = defaultdict(int)
+    values: defaultdict[tuple[Any, str], int] = defaultdict(int)
     months, causes = set(), set()
     for row in rows:
         if row["currency"] != currency:

@@ -4,6 +4,8 @@ Times are typed in the staff member's time zone (the active one) and become awar
 stored in UTC by the services.
 """
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth import authenticate
 
@@ -177,8 +179,8 @@ class ReportRangeForm(forms.Form):
         required=False, label="to (inclusive)", widget=forms.DateInput(attrs={"type": "date"})
     )
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
         if data.get("start") and data.get("end") and data["start"] > data["end"]:
             self.add_error("end", "The end of the range is before its start.")
         return data

@@ -7,6 +7,7 @@ and skipping every row before it.
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Q
@@ -195,7 +196,7 @@ def find_players(q):
     by_id = base.annotate(k=Lower("player_id")).filter(k=q)
     by_name = base.exclude(screen_name="").annotate(k=Lower("screen_name")).filter(k__startswith=q)
     by_email = base.exclude(email="").annotate(k=Lower("email")).filter(k=q)
-    players = {}
+    players: dict[str, dict[str, Any]] = {}
     for qs in (by_id, by_email, by_name):
         for player_id, screen_name, email, snapshot_id in qs.values_list(
             "player_id", "screen_name", "email", "snapshot_id"
@@ -249,11 +250,11 @@ def player_tournaments(player_id):
         .select_related("snapshot__tournament")
         .order_by("-snapshot__tournament__starts_at", "position")
     )
-    tournaments = {}
+    tournaments: dict[int, dict[str, Any]] = {}
     for entry in entries:
         t = entry.snapshot.tournament
         tournaments.setdefault(t.pk, {"tournament": t, "entries": []})["entries"].append(entry)
-    proposals = {}
+    proposals: dict[int, PayoutProposal] = {}
     for proposal in (
         PayoutProposal.objects.filter(incident__tournament_id__in=list(tournaments))
         .exclude(status=Status.REJECTED)
@@ -261,7 +262,7 @@ def player_tournaments(player_id):
         .order_by("incident__tournament_id", "-id")
     ):
         proposals.setdefault(proposal.incident.tournament_id, proposal)
-    lines = {}
+    lines: dict[int, list[PayoutLine]] = {}
     if proposals:
         for line in PayoutLine.objects.filter(
             proposal_id__in=[p.pk for p in proposals.values()], player_id=player_id
@@ -269,35 +270,42 @@ def player_tournaments(player_id):
             lines.setdefault(line.proposal_id, []).append(line)
     out = []
     for tid, row in tournaments.items():
-        proposal = proposals.get(tid)
-        if proposal is None or proposal.status in (Status.DRAFT, Status.SUBMITTED):
+        live = proposals.get(tid)
+        if live is None or live.status in (Status.DRAFT, Status.SUBMITTED):
             state = "pending"
-        elif proposal.status == Status.POSTED:
+        elif live.status == Status.POSTED:
             state = "posted"
         else:
             state = "approved"
         row.update(
-            proposal=proposal,
+            proposal=live,
             state=state,
-            lines=lines.get(proposal.pk, []) if proposal else [],
+            lines=lines.get(live.pk, []) if live else [],
         )
         out.append(row)
     return out
 
 
-def entry_credits(proposal, entry_id):
-    """One entry's credits in statement order, each with `cashier_reference` (the cashier's
-    credit id once it confirmed the credit, else "")."""
-    from refunds_admin.ledger.models import COMPONENT_FIELDS, Credit
+def entry_credits(proposal: Any, entry_id: str) -> list[dict[str, Any]]:
+    """One entry's credits in statement order, each with its component's name and
+    `cashier_reference` (the cashier's credit id once it confirmed the credit, else "")."""
+    from refunds_admin.ledger.models import COMPONENT_FIELDS, Component, Credit
 
-    order = {component: i for i, (component, _) in enumerate(COMPONENT_FIELDS)}
-    credits = sorted(
-        Credit.objects.filter(proposal_id=proposal.pk, entry_id=entry_id).select_related(
-            "delivery"
-        ),
-        key=lambda c: order.get(c.component, 99),
-    )
-    for credit in credits:
-        delivery = getattr(credit, "delivery", None)
-        credit.cashier_reference = delivery.cashier_credit_id if delivery else ""
-    return credits
+    order = {str(component): i for i, (component, _) in enumerate(COMPONENT_FIELDS)}
+    names = dict(Component.choices)
+    rows = [
+        {
+            "key": credit.key,
+            "component": names.get(credit.component, credit.component),
+            "currency": credit.currency,
+            "amount_cents": credit.amount_cents,
+            "created_at": credit.created_at,
+            "cashier_reference": getattr(
+                getattr(credit, "delivery", None), "cashier_credit_id", ""
+            ),
+        }
+        for credit in Credit.objects.filter(
+            proposal_id=proposal.pk, entry_id=entry_id
+        ).select_related("delivery")
+    ]
+    return sorted(rows, key=lambda row: order.get(str(row["key"]).rsplit("/", 1)[-1], 99))

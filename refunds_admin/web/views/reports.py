@@ -1,24 +1,25 @@
 import csv
-from datetime import timedelta
+from datetime import date, timedelta
 
 from django.core.paginator import Paginator
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from refunds_admin.payouts.money import format_cents
 from refunds_admin.reports import chart, selectors
 from refunds_admin.reports.selectors import CAN_REPORT
 
 from ..access import get_proposal_for, role_required
 from ..forms import ReportRangeForm
-from ..money import plain_amount
 
 
 def _range(request):
     """The report's date range from the query string; by default the last twelve months."""
     form = ReportRangeForm(request.GET or None)
     today = timezone.now().date()
-    start, end = (today - timedelta(days=365)).replace(day=1), today
+    start: date | None = (today - timedelta(days=365)).replace(day=1)
+    end: date | None = today
     if form.is_bound and form.is_valid():
         start = form.cleaned_data["start"] or None
         end = form.cleaned_data["end"] or None
@@ -96,7 +97,7 @@ def finance_report_csv(request):
             yield writer.writerow(
                 [
                     r["month"].strftime("%Y-%m"), r["cause"], r["rule"], r["currency"],
-                    r["incidents"], r["players"], r["credits"], plain_amount(r["cents"]),
+                    r["incidents"], r["players"], r["credits"], format_cents(r["cents"]),
                 ]
             )  # fmt: skip
 
