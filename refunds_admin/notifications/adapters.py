@@ -24,6 +24,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 
@@ -245,7 +246,7 @@ class WebhookNotifier:
         return None, ""
 
     def send(self, message, content):
-        body = json.dumps(
+        body = orjson.dumps(
             {
                 "player_id": message.player_id,
                 "subject": content.subject,
@@ -253,7 +254,7 @@ class WebhookNotifier:
                 "html": content.html,
                 "reference": f"proposal {message.proposal_id}",
             }
-        ).encode()
+        )
         key = message.idempotency_key
         headers = {"Idempotency-Key": key, "Content-Type": "application/json"}
         must_ask_first = False
