@@ -9,13 +9,18 @@ from .. import queries
 from ..access import role_required
 from ..forms import PlayerLookupForm
 
+INLINE_STATEMENTS = 3
+
 
 @role_required(CAN_READ)
 def player_lookup(request):
     """Find a player by id, screen-name prefix or e-mail (any case), then see every tournament
     they played with its state for them (pending, approved, posted), their credits and a link
     to each entry's printable statement -- to answer "why did I get $815.33?"."""
-    form = PlayerLookupForm(request.GET or None)
+    data = request.GET.copy()
+    if "q" not in data and data.get("player_id"):
+        data["q"] = data["player_id"]  # links written before the lookup took any query
+    form = PlayerLookupForm(data or None)
     matches, player, tournaments, balances = None, None, None, []
     if form.is_valid():
         q = form.cleaned_data["q"].strip()
@@ -27,13 +32,15 @@ def player_lookup(request):
             player = matches[0]["player_id"]
     if player is not None:
         tournaments = queries.player_tournaments(player)
+        shown = 0
         for t in tournaments:
-            # Approved or posted: the statement the player gets (or got), beside the table.
-            t["statements"] = [
-                (line, _statement(t["proposal"], line.entry_id))
-                for line in t["lines"]
-                if t["state"] != "pending" and line.total_cents
-            ]
+            # Approved or posted: the statement the player gets (or got), beside the table --
+            # for the newest few; each costs a recomputation, the others are one click away.
+            t["statements"] = []
+            for line in t["lines"]:
+                if t["state"] != "pending" and line.total_cents and shown < INLINE_STATEMENTS:
+                    t["statements"].append((line, _statement(t["proposal"], line.entry_id)))
+                    shown += 1
         balances = sorted(ledger_services.player_balances(player).items())
     return render(
         request,
