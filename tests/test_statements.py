@@ -161,3 +161,20 @@ def test_it_refuses_an_invalid_email_in_the_snapshot(support):
 
     with pytest.raises(Refused, match=r"entries\[0\] \(e1\)\.email"):
         import_doc(support, emails={"e1": "not an address"})
+
+
+def test_a_manager_retries_failed_statements_from_the_outbox_page(
+    client, support, manager, webhook
+):
+    from django.urls import reverse
+
+    webhook.script = {"p3": ["409"]}
+    proposal, _ = post_and_tell(support, manager)
+    client.force_login(manager)
+    page = client.get(reverse("statement_outbox", args=[proposal.pk]) + "?show=failed")
+    assert "Retry failed statements" in page.text and "409" in page.text
+    response = client.post(reverse("statement_retry", args=[proposal.pk]), follow=True)
+    assert "1 failed statement queued again." in response.text
+    # The after-commit kick did not run in this test's transaction: the task would run it.
+    assert services.deliver_statements(proposal.pk) == StatementJob.State.DONE
+    assert webhook.players_told()["p3"] == 1
