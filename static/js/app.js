@@ -25,3 +25,10 @@ document.addEventListener("click", function (event) {
   var button = event.target.closest("[data-print]");
   if (button) { event.preventDefault(); window.print(); }
 });
+
+// <select data-autosubmit> submits its form when changed (the time zone switch). Here rather than
+// in an onchange="" attribute: the Content-Security-Policy allows no inline script.
+document.addEventListener("change", function (event) {
+  var el = event.target;
+  if (el.matches && el.matches("select[data-autosubmit]") && el.form) el.form.submit();
+});
