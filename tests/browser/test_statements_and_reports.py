@@ -89,7 +89,7 @@ def test_an_auditor_reads_the_finance_report(open_as, support, manager, auditor,
     ledger = Credit.objects.aggregate(s=Sum("amount_cents"))["s"]
 
     page = open_as(auditor)
-    page.click("nav >> text=Finance report")
+    page.click("nav >> text=Finance")
     page.wait_for_selector("#rows")
     assert display(ledger, "USD") in page.inner_text("#figures")
     assert page.inner_text("#incidents") == "8"
@@ -118,7 +118,7 @@ def test_a_manager_turns_a_kind_of_email_off(open_as, manager):
     manager.email = "maria@example.test"
     manager.save()
     page = open_as(manager)
-    page.click("text=Notifications")
+    page.click("header >> text=E-mails")
     page.wait_for_selector("#notification-settings")
     page.uncheck(f"input[value='{StaffKind.SUBMITTED}']")
     page.click("button:has-text('Save')")
