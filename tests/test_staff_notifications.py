@@ -10,6 +10,7 @@ from django.core import mail
 from django.db import transaction
 from django.utils import timezone
 
+from refunds_admin.audit.models import AuditEvent
 from refunds_admin.celery import app
 from refunds_admin.ledger import services as ledger
 from refunds_admin.notifications import staff
@@ -118,6 +119,8 @@ def test_each_user_can_turn_each_kind_off(support, manager, other_manager, staff
     assert not StaffNotification.objects.filter(user=other_manager).exists()
     with pytest.raises(ValueError):
         staff.set_preferences(manager, ["everything"])
+    event = AuditEvent.objects.get(action="notifications.preferences_changed")
+    assert event.actor == other_manager and event.after == {"enabled": ["decided", "posting"]}
 
 
 def test_the_sweep_runs_as_a_named_celery_task(support, manager, other_manager, staff_emails):

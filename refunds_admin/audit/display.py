@@ -116,6 +116,9 @@ SENTENCES = {
     "notifications.statements_stopped": lambda e, b, a: (
         f"Sending the statements of proposal {e.object_id} stopped"
     ),
+    "notifications.preferences_changed": lambda e, b, a: (
+        f"{e.actor_name} now gets these staff e-mails: {', '.join(a.get('enabled', [])) or 'none'}"
+    ),
     "notifications.statements_retried": lambda e, b, a: (
         f"{e.actor_name} sent {a.get('retried', 0):,} failed statements of proposal "
         f"{e.object_id} again"

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts.roles import MANAGER
 from refunds_admin.audit.models import AuditEvent
+from refunds_admin.audit.services import record
 from refunds_admin.incidents.models import Incident
 from refunds_admin.ledger.models import PostingJob
 from refunds_admin.payouts.money import display
@@ -82,14 +83,24 @@ def preferences_of(user):
 
 @transaction.atomic
 def set_preferences(user, enabled_kinds):
-    """Turn each kind on (in `enabled_kinds`) or off for this user."""
+    """Turn each kind on (in `enabled_kinds`) or off for this user (audited when it changes)."""
     enabled_kinds = set(enabled_kinds)
     unknown = enabled_kinds - set(StaffKind.values)
     if unknown:
         raise ValueError(f"unknown notification kinds: {', '.join(sorted(unknown))}")
+    before = sorted(kind for kind, _, on in preferences_of(user) if on)
     for kind in StaffKind.values:
         StaffPreference.objects.update_or_create(
             user=user, kind=kind, defaults={"enabled": kind in enabled_kinds}
+        )
+    after = sorted(enabled_kinds)
+    if before != after:
+        record(
+            "notifications.preferences_changed",
+            user,
+            actor=user,
+            before={"enabled": before},
+            after={"enabled": after},
         )
 
 
