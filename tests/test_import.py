@@ -370,3 +370,14 @@ def test_it_lists_unreadable_cells_and_the_engines_problems_at_once_by_row(suppo
     assert len(refused.value.problems) == 4  # each problem once
     assert not any("entries[" in f"{where} {what}" for where, what in refused.value.problems)
     _nothing_stored()
+
+
+def test_it_keeps_the_optional_email_of_csv_and_json_entries(support):
+    entries = ENTRIES_CSV.replace("prize_awarded\n", "prize_awarded,email\n", 1).replace(
+        "e2,p2,king,active,30000,,,,\n", "e2,p2,king,active,30000,,,,,King@Example.test\n"
+    )
+    snapshot = import_csv(entries.encode(), PRIZES_CSV, _fields(), acting_user=support)
+    assert dict(snapshot.entries.exclude(email="").values_list("entry_id", "email")) == {
+        "e2": "King@Example.test"
+    }
+    assert json.loads(snapshot.document)["entries"][1]["email"] == "King@Example.test"

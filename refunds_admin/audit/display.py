@@ -133,6 +133,24 @@ SENTENCES = {
     "ledger.posting_resumed": lambda e, b, a: (
         f"{e.actor_name} resumed the posting of proposal {e.object_id}"
     ),
+    "notifications.statements_scheduled": lambda e, b, a: (
+        f"Statements of proposal {e.object_id} queued for {a.get('players', 0):,} players by "
+        f"{a.get('channel')} ({a.get('no_address', 0):,} without an address)"
+    ),
+    "notifications.statements_sent": lambda e, b, a: (
+        f"Statements of proposal {e.object_id} sent: {a.get('sent', 0):,} sent, "
+        f"{a.get('failed', 0):,} failed, {a.get('no_address', 0):,} without an address"
+    ),
+    "notifications.statements_stopped": lambda e, b, a: (
+        f"Sending the statements of proposal {e.object_id} stopped"
+    ),
+    "notifications.preferences_changed": lambda e, b, a: (
+        f"{e.actor_name} now gets these staff e-mails: {', '.join(a.get('enabled', [])) or 'none'}"
+    ),
+    "notifications.statements_retried": lambda e, b, a: (
+        f"{e.actor_name} sent {a.get('retried', 0):,} failed statements of proposal "
+        f"{e.object_id} again"
+    ),
 }
 
 

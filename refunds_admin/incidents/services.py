@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, MANAGER, require_role
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import FULL_REFUND, IN_THE_MONEY, select_rule
@@ -536,7 +533,8 @@ def overdue_incidents(now: datetime | None = None) -> QuerySet[Incident]:
 
 
 def flag_overdue_incidents() -> list[int]:
-    """Flag each open incident past its 30-minute window once, and e-mail the managers once.
+    """Flag each open incident past its 30-minute window once (the notifications app e-mails
+    the managers once from the audit event).
 
     Nothing is cancelled here: staff cancel the incident (or declare it not resumable) and have
     the refunds prepared. Returns the ids flagged by this run."""
@@ -568,36 +566,7 @@ def _flag_overdue(incident: Incident) -> bool:
         after={"overdue_notified_at": now.isoformat(), "deadline": incident.deadline.isoformat()},
         tournament=incident.tournament,
     )
-    # The e-mail goes out only if the flag committed: never twice, never for nothing.
-    transaction.on_commit(partial(_notify_managers, incident.pk))
+    # The managers' e-mail is derived from this audit event once it has committed
+    # (notifications, a higher layer; each manager can turn it off): never twice, never for
+    # nothing.
     return True
-
-
-def _manager_emails() -> list[str]:
-    return list(
-        get_user_model()
-        .objects.filter(groups__name=MANAGER, is_active=True)
-        .exclude(email="")
-        .values_list("email", flat=True)
-        .distinct()
-    )
-
-
-def _notify_managers(incident_id: int) -> None:
-    incident = Incident.objects.select_related("tournament").get(pk=incident_id)
-    recipients = _manager_emails()
-    if not recipients:
-        log.warning("incident %s is overdue but no manager has an e-mail address", incident_id)
-        return
-    minutes = int((timezone.now() - incident.failed_at).total_seconds() // 60)
-    send_mail(
-        subject=f"Overdue incident: {incident.tournament.external_id} not resumed after 30 minutes",
-        message=(
-            f"Tournament {incident.tournament.external_id} ({incident.tournament.name}) failed at "
-            f"{incident.failed_at:%Y-%m-%d %H:%M} UTC, {minutes} minutes ago, and play has not "
-            "resumed. Under the policy it is cancelled: please cancel the incident and have the "
-            "refund proposal prepared."
-        ),
-        from_email=None,
-        recipient_list=recipients,
-    )

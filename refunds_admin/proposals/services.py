@@ -524,3 +524,10 @@ def statement(proposal: PayoutProposal, entry_id: str) -> str:
     if not PayoutLine.objects.filter(proposal=proposal, entry_id=entry_id).exists():
         raise Refused(f"Entry {entry_id!r} is not part of proposal {proposal.pk}.")
     return explain(_engine_proposal(proposal), entry_id)
+
+
+def statement_maker(proposal):
+    """A function entry_id -> statement text for this proposal (the same text as `statement`),
+    computing the proposal once: statements for every player of a posting use it."""
+    engine = _engine_proposal(proposal)
+    return lambda entry_id: explain(engine, entry_id)

@@ -13,7 +13,7 @@ import io
 import json
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -177,7 +177,7 @@ def _store(
             for place in range(row.place_from, row.place_to + 1)
         ),
     )
-    _insert_entries(snapshot, parsed.columns)
+    _insert_entries(snapshot, parsed.columns, parsed.emails)
     tournament.current_snapshot = snapshot
     tournament.save()
     # The rule preview and the proposal that usually follow need the parsed snapshot: keep it.
@@ -216,10 +216,18 @@ ENTRY_COLUMNS_IN_DB = (
     "fee_paid_cents",
     "finish_place",
     "prize_awarded_cents",
+    "email",
 )
 
 
-def _insert_entries(snapshot: Snapshot, columns: EntryColumns) -> None:
+def _email_of(emails: dict[str, str]) -> Callable[[str], str]:
+    """entry_id -> e-mail address or "" (most entries carry none)."""
+    return lambda entry_id: emails.get(entry_id, "")
+
+
+def _insert_entries(
+    snapshot: Snapshot, columns: EntryColumns, emails: dict[str, str] | None = None
+) -> None:
     """Write the entries in snapshot order (COPY on PostgreSQL), from the engine's columns;
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
     message is position 4."""
@@ -227,6 +235,7 @@ def _insert_entries(snapshot: Snapshot, columns: EntryColumns) -> None:
     rows = zip(
         repeat(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
+        map(_email_of(emails or {}), c.entry_id),
     )  # fmt: skip
     insert_rows(Entry, ENTRY_COLUMNS_IN_DB, rows)
 
@@ -257,6 +266,7 @@ ENTRY_COLUMNS = (
     "fee_paid",
     "finish_place",
     "prize_awarded",
+    "email",
 )
 ENTRY_REQUIRED = ("entry_id", "player_id", "status")
 ENTRY_INTEGERS = ("chips", "finish_place")

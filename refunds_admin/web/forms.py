@@ -4,6 +4,8 @@ Times are typed in the staff member's time zone (the active one) and become awar
 stored in UTC by the services.
 """
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth import authenticate
 
@@ -187,4 +189,23 @@ class AuditFilterForm(forms.Form):
 
 
 class PlayerLookupForm(forms.Form):
-    player_id = forms.CharField(label="Player id", max_length=128)
+    q = forms.CharField(
+        label="Player id, screen name (start) or e-mail",
+        max_length=254,
+        help_text="Any case: P123, alice (finds Alice99), alice@example.com",
+    )
+
+
+class ReportRangeForm(forms.Form):
+    start = forms.DateField(
+        required=False, label="Posted from", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    end = forms.DateField(
+        required=False, label="to (inclusive)", widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("start") and data.get("end") and data["start"] > data["end"]:
+            self.add_error("end", "The end of the range is before its start.")
+        return data

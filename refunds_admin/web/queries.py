@@ -7,9 +7,10 @@ and skipping every row before it.
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.db.models.functions import Lower
 
 from refunds_admin.audit.models import AuditEvent
@@ -290,3 +291,142 @@ def snapshot_changes(old, new, *, with_entries=True):
             chips_after=sum(c for _, c in after.values()),
         )
     return changes
+
+
+# ---------------------------------------------------------------------------------------------
+# Player lookup (support): by player id, screen-name prefix or e-mail, case-insensitively
+# ---------------------------------------------------------------------------------------------
+
+PLAYER_MATCHES = 50
+
+
+def find_players(q):
+    """[{player_id, screen_names, emails, tournaments}] of the players whose id or e-mail is `q`
+    or whose screen name starts with `q`, case-insensitively, in every tournament's current
+    snapshot. Each branch is an index lookup on PostgreSQL (expression indexes on lower(...),
+    migration tournaments/0003)."""
+    from django.db.models.functions import Lower
+
+    from refunds_admin.tournaments.models import Tournament
+
+    q = (q or "").strip().lower()
+    if not q:
+        return []
+    current = Tournament.objects.exclude(current_snapshot=None).values("current_snapshot_id")
+    base = Entry.objects.filter(snapshot_id__in=current)
+    by_id = base.annotate(k=Lower("player_id")).filter(k=q)
+    by_name = base.exclude(screen_name="").annotate(k=Lower("screen_name")).filter(k__startswith=q)
+    by_email = base.exclude(email="").annotate(k=Lower("email")).filter(k=q)
+    players: dict[str, dict[str, Any]] = {}
+    for qs in (by_id, by_email, by_name):
+        for player_id, screen_name, email, snapshot_id in qs.values_list(
+            "player_id", "screen_name", "email", "snapshot_id"
+        ).order_by("player_id")[:500]:
+            found = players.setdefault(
+                player_id,
+                {
+                    "player_id": player_id,
+                    "screen_names": set(),
+                    "emails": set(),
+                    "snapshots": set(),
+                },
+            )
+            if screen_name:
+                found["screen_names"].add(screen_name)
+            if email:
+                found["emails"].add(email)
+            found["snapshots"].add(snapshot_id)
+    out = sorted(players.values(), key=lambda p: p["player_id"].lower())[:PLAYER_MATCHES]
+    # Every tournament each found player played, not only those where the match was found.
+    counts = dict(
+        base.annotate(k=Lower("player_id"))
+        .filter(k__in={p["player_id"].lower() for p in out})
+        .values("player_id")
+        .annotate(n=Count("snapshot_id", distinct=True))
+        .values_list("player_id", "n")
+    )
+    for p in out:
+        p["screen_names"] = sorted(p["screen_names"])
+        p["emails"] = sorted(p["emails"])
+        p["tournaments"] = counts.get(p["player_id"], len(p["snapshots"]))
+        del p["snapshots"]
+    return out
+
+
+def player_tournaments(player_id):
+    """Every tournament the player has an entry in (current snapshot), newest first, with its
+    state for the player: pending (no approved proposal yet), approved (approved, posting, or
+    posting failed and waiting) or posted, and the player's lines in the live proposal."""
+    from refunds_admin.proposals.models import PayoutProposal
+    from refunds_admin.tournaments.models import Tournament
+
+    Status = PayoutProposal.Status
+    entries = list(
+        Entry.objects.filter(
+            player_id=player_id,
+            snapshot_id__in=Tournament.objects.exclude(current_snapshot=None).values(
+                "current_snapshot_id"
+            ),
+        )
+        .select_related("snapshot__tournament")
+        .order_by("-snapshot__tournament__starts_at", "position")
+    )
+    tournaments: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        t = entry.snapshot.tournament
+        tournaments.setdefault(t.pk, {"tournament": t, "entries": []})["entries"].append(entry)
+    proposals: dict[int, PayoutProposal] = {}
+    for proposal in (
+        PayoutProposal.objects.filter(incident__tournament_id__in=list(tournaments))
+        .exclude(status=Status.REJECTED)
+        .select_related("incident")
+        .order_by("incident__tournament_id", "-id")
+    ):
+        proposals.setdefault(proposal.incident.tournament_id, proposal)
+    lines: dict[int, list[PayoutLine]] = {}
+    if proposals:
+        for line in PayoutLine.objects.filter(
+            proposal_id__in=[p.pk for p in proposals.values()], player_id=player_id
+        ):
+            lines.setdefault(line.proposal_id, []).append(line)
+    out = []
+    for tid, row in tournaments.items():
+        live = proposals.get(tid)
+        if live is None or live.status in (Status.DRAFT, Status.SUBMITTED):
+            state = "pending"
+        elif live.status == Status.POSTED:
+            state = "posted"
+        else:
+            state = "approved"
+        row.update(
+            proposal=live,
+            state=state,
+            lines=lines.get(live.pk, []) if live else [],
+        )
+        out.append(row)
+    return out
+
+
+def entry_credits(proposal: Any, entry_id: str) -> list[dict[str, Any]]:
+    """One entry's credits in statement order, each with its component's name and
+    `cashier_reference` (the cashier's credit id once it confirmed the credit, else "")."""
+    from refunds_admin.ledger.models import COMPONENT_FIELDS, Component, Credit
+
+    order = {str(component): i for i, (component, _) in enumerate(COMPONENT_FIELDS)}
+    names = dict(Component.choices)
+    rows = [
+        {
+            "key": credit.key,
+            "component": names.get(credit.component, credit.component),
+            "currency": credit.currency,
+            "amount_cents": credit.amount_cents,
+            "created_at": credit.created_at,
+            "cashier_reference": getattr(
+                getattr(credit, "delivery", None), "cashier_credit_id", ""
+            ),
+        }
+        for credit in Credit.objects.filter(
+            proposal_id=proposal.pk, entry_id=entry_id
+        ).select_related("delivery")
+    ]
+    return sorted(rows, key=lambda row: order.get(str(row["key"]).rsplit("/", 1)[-1], 99))

@@ -1,6 +1,16 @@
 from django.urls import path
 
-from .views import audit, dashboard, incidents, players, proposals, tournaments, worklists
+from .views import (
+    audit,
+    dashboard,
+    incidents,
+    notifications,
+    players,
+    proposals,
+    reports,
+    tournaments,
+    worklists,
+)
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
@@ -57,4 +67,22 @@ urlpatterns = [
     path("audit/", audit.audit, name="audit"),
     path("audit/export.csv", audit.audit_export, name="audit_export"),
     path("players/", players.player_lookup, name="player_lookup"),
+    # Player statements, staff notifications, the finance report
+    path(
+        "proposals/<int:pk>/statements/",
+        notifications.statement_outbox,
+        name="statement_outbox",
+    ),
+    path(
+        "proposals/<int:pk>/statements/retry/",
+        notifications.statement_retry,
+        name="statement_retry",
+    ),
+    path(
+        "settings/notifications/", notifications.notification_settings, name="notification_settings"
+    ),
+    path("reports/", reports.finance_report, name="finance_report"),
+    path("reports/chart.svg", reports.finance_report_chart, name="finance_report_chart"),
+    path("reports/export.csv", reports.finance_report_csv, name="finance_report_csv"),
+    path("reports/postings/<int:pk>/credits/", reports.posting_credits, name="posting_credits"),
 ]

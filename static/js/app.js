@@ -39,6 +39,12 @@ document.addEventListener("htmx:beforeRequest", function (event) {
   }
 });
 
+// Print buttons (<button data-print>): the statement page prints itself without inline script.
+document.addEventListener("click", function (event) {
+  var button = event.target.closest("[data-print]");
+  if (button) { event.preventDefault(); window.print(); }
+});
+
 // <select data-autosubmit> submits its form when changed (the time zone switch). Here rather than
 // in an onchange="" attribute: the Content-Security-Policy allows no inline script.
 document.addEventListener("change", function (event) {

@@ -169,7 +169,7 @@ def test_it_lets_an_auditor_find_replay_and_export_an_incident(
     with page.expect_download() as download:
         page.click("text=Export JSON")
     assert '"format": "payout-proposal/1"' in open(download.value.path(), encoding="utf-8").read()
-    page.goto("/players/?player_id=P0001")
+    page.goto("/players/?q=p0001")  # any case
     page.wait_for_selector("#credits table.statement")
     assert "Total paid out" in page.inner_text("#credits table.statement")
     shot(page, "player-lookup")

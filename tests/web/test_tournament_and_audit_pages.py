@@ -44,7 +44,8 @@ def test_it_filters_the_audit_history(client, world, support, auditor):
 
     from refunds_admin.audit.services import record
 
-    # No workflow step names players yet; an event that does, written by the audit service.
+    # Besides the preparation and approval (which name every player of the proposal), an event
+    # that names two players, written by the audit service.
     with transaction.atomic():
         record(
             "player.answered",
@@ -59,7 +60,7 @@ def test_it_filters_the_audit_history(client, world, support, auditor):
     page = client.get(url, {"player": "p001"}).content.decode()
     assert "explained the chip equity" in page
     assert "submitted proposal" not in page and "recorded incident" not in page
-    page = client.get(url, {"player": "p003"}).content.decode()
+    page = client.get(url, {"player": "p-not-in-any-tournament"}).content.decode()
     assert "No event matches." in page
     page = client.get(url, {"action": "incident."}).content.decode()
     assert "recorded incident" in page and "submitted proposal" not in page

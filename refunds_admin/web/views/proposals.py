@@ -174,11 +174,14 @@ def proposal_statement(request, pk, entry_id):
         text = proposal_services.statement(proposal, entry_id)
     except Refused as exc:
         text = f"No statement: {exc.message}"
+    credits = queries.entry_credits(proposal, entry_id)
     template = "web/proposal_statement.html"
     if request.htmx:
         # Opened where the person clicked: a row right under the entry's row.
         template += "#statement_row"
-    return render(request, template, {"proposal": proposal, "line": line, "text": text})
+    return render(
+        request, template, {"proposal": proposal, "line": line, "text": text, "credits": credits}
+    )
 
 
 @role_required(CAN_READ)
