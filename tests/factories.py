@@ -22,7 +22,9 @@ from refunds_admin.tournaments.models import Snapshot
 ACTIVE_CHIPS = [40_000, 30_000, 20_000, 10_000]
 
 
-def snapshot_doc(external_id="T-1", *, starts_at=None, active_chips=None, eliminated=6, **extra):
+def snapshot_doc(
+    external_id="T-1", *, starts_at=None, active_chips=None, eliminated=6, emails=None, **extra
+):
     starts_at = starts_at or timezone.now() - timedelta(hours=2)
     chips = active_chips or ACTIVE_CHIPS
     entries = [
@@ -43,6 +45,9 @@ def snapshot_doc(external_id="T-1", *, starts_at=None, active_chips=None, elimin
         }
         for i in range(eliminated)
     ]
+    for entry in entries:
+        if emails and entry["entry_id"] in emails:
+            entry["email"] = emails[entry["entry_id"]]
     doc = {
         "format": "tournament-snapshot/1",
         "tournament": {
@@ -116,6 +121,14 @@ def approved_proposal(preparer, approver, **kwargs):
     return proposals.approve_proposal(
         proposal, acting_user=approver, fingerprint=proposal.fingerprint
     )
+
+
+def posted_proposal(preparer, approver, **kwargs):
+    """Approved, then posted by the posting service (what the Celery task runs)."""
+    proposal = approved_proposal(preparer, approver, **kwargs)
+    ledger.post_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    return proposal
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,6 +215,19 @@ def partly_posted_proposal(preparer, approver, *, chunks=1, **kwargs):
     ledger.post_proposal(proposal.pk, max_chunks=chunks)
     proposal.refresh_from_db()
     return proposal
+
+
+def many_players(n):
+    """snapshot_doc arguments for `n` active entries (players p1..pn) and a prize table large
+    enough for the policy to apply: for posting many statements."""
+    return {
+        "active_chips": [1_000 + 10 * i for i in range(n)],
+        "prizes": [
+            {"place": 1, "amount": f"{n * 40}.00"},
+            {"place": 2, "amount": f"{n * 20}.00"},
+            {"place": 3, "amount": f"{n * 10}.00"},
+        ],
+    }
 
 
 # --------------------------------------------------------------------------------------------
