@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from functools import cached_property
-from itertools import compress, repeat
-from operator import eq
+from itertools import compress, islice, repeat
+from operator import eq, ge, xor
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
@@ -72,8 +72,9 @@ class Instant:
         return cls(at=value, exact=exact)
 
 
-@dataclass(frozen=True, slots=True)
-class PrizeRow:
+class PrizeRow(NamedTuple):
+    """One row of the prize table: a place or a range of places, amount in cents."""
+
     place_from: int
     place_to: int
     amount: int
@@ -215,6 +216,7 @@ class _Problems:
 
 
 _MISSING = object()
+_PRIZE_KEYS = frozenset({"place", "places", "amount", "non_cash", "description"})
 _BULK_KEYS = frozenset(
     {"entry_id", "player_id", "screen_name", "status", "chips", "finish_place",
      "prize_awarded", "buy_in_paid", "fee_paid"}
@@ -388,6 +390,16 @@ def _parse_prizes(t: dict[str, Any], problems: _Problems) -> tuple[list[PrizeRow
     if not isinstance(raw, list):
         problems.add("tournament.prizes", f"must be a JSON array, not a JSON {_json_type(raw)}")
         return [], []
+    bulk = _parse_prizes_in_bulk(raw)
+    if bulk is not None:
+        return bulk
+    # Something is unusual: check row by row, to name every problem precisely.
+    return _parse_prizes_one_by_one(raw, problems)
+
+
+def _parse_prizes_one_by_one(
+    raw: list[Any], problems: _Problems
+) -> tuple[list[PrizeRow], list[int]]:
     rows = []
     by_place: dict[int, tuple[int, int]] = {}  # place -> (amount, index in prizes)
     ok = True
@@ -718,3 +730,78 @@ def _bulk_amounts(
         return [default if v is None else parse_amount(v) for v in values]
     except AmountError:
         return None
+
+
+def _amounts_of(texts: list[str]) -> list[int] | None:
+    """Cents for a column of amount strings, each distinct text parsed once (prize levels, buy-ins
+    and fees repeat); None when one is not a plain amount."""
+    try:
+        cents = {text: parse_amount(text) for text in set(texts)}
+    except AmountError:
+        return None
+    return list(map(cents.__getitem__, texts))
+
+
+def _parse_prizes_in_bulk(raw: list[Any]) -> tuple[list[PrizeRow], list[int]] | None:
+    """The row-by-row checks of `_parse_prizes`, column by column, for a well-formed table.
+
+    Platforms that export one row per paid place send tens of thousands of rows; here they cost
+    a few C-level passes. Like the entries' bulk path it only ever accepts: anything unusual
+    (an odd type, a gap, a place listed twice, a rising prize) returns None and the row-by-row
+    check names the problem.
+    """
+    n = len(raw)
+    if n == 0 or set(map(type, raw)) != {dict} or not all(map(_PRIZE_KEYS.issuperset, raw)):
+        return None
+    is_single = list(map(dict.__contains__, raw, repeat("place", n)))
+    is_range = list(map(dict.__contains__, raw, repeat("places", n)))
+    if not all(map(xor, is_single, is_range)):
+        return None  # both or neither
+    texts: list[Any] = list(map(dict.get, raw, repeat("amount", n)))
+    non_cash = list(map(dict.get, raw, repeat("non_cash", n), repeat(False, n)))
+    descriptions = list(map(dict.get, raw, repeat("description", n), repeat("", n)))
+    if (
+        set(map(type, texts)) != {str}
+        or not all(map(_AMOUNT.fullmatch, texts))
+        or not set(map(type, non_cash)) <= {bool}
+        or not set(map(type, descriptions)) <= {str}
+    ):
+        return None
+    amounts = _amounts_of(texts)
+    if amounts is None:
+        return None
+    place_from: list[Any] = list(map(dict.get, raw, repeat("place", n)))
+    place_to = place_from.copy()
+    singles = list(compress(place_from, is_single))
+    if singles and (
+        set(map(type, singles)) != {int} or min(singles) < 1 or max(singles) > MAX_PLACE
+    ):
+        return None
+    # Every place the table lists, with its amount: the single places, then each range expanded.
+    places = singles
+    place_amounts = list(compress(amounts, is_single))
+    for i in compress(range(n), is_range):  # ranges are few: a loop is fine
+        pair = raw[i]["places"]
+        if not (type(pair) is list and len(pair) == 2 and all(map(_is_int, pair))):
+            return None
+        first, last = pair
+        if not 1 <= first <= last <= MAX_PLACE:
+            return None
+        place_from[i], place_to[i] = first, last
+        places.extend(range(first, last + 1))
+        place_amounts.extend(repeat(amounts[i], last - first + 1))
+    # Places 1 to the last one listed, each exactly once (anything else: a gap or a place listed
+    # twice, which the row-by-row check names).
+    count = len(places)
+    if max(places) != count or len(set(places)) != count:
+        return None
+    by_place = dict(zip(places, place_amounts))
+    table = list(map(by_place.__getitem__, range(1, count + 1)))
+    if table[0] <= 0 or not all(map(ge, table, islice(table, 1, None))):
+        return None  # no paid place, or a place paying more than the one before it
+    # The prizes never rise, so the unpaid places (0.00) are all at the end.
+    last_paid = count - table.count(0)
+    rows = list(
+        map(PrizeRow._make, zip(place_from, place_to, amounts, non_cash, descriptions, strict=True))
+    )
+    return rows, table[:last_paid]
