@@ -194,3 +194,72 @@ def _build_indexes_like(cursor, parent, part):
         if m is None:  # not a shape we know: attaching builds it (correct, only slower)
             continue
         cursor.execute(f"CREATE {m.group(1) or ''}INDEX {name} ON {qn(part)} {m.group(2)}")
+
+
+def partition_table(schema_editor, table, key_column, foreign_key_sql):
+    """Migration step (PostgreSQL only): turn `table` into a table partitioned by list of
+    `key_column`, with one partition per existing key and an empty default partition.
+
+    The model does not change: indexes and constraints keep their names, the primary key becomes
+    (key_column, id) because a partitioned table's must hold the partition key, and ids keep
+    coming from one sequence. `foreign_key_sql` is the (create, drop) pair of the statement-level
+    foreign key (statement_level_foreign_key), moved from the old table to the new parent.
+    """
+    connection = schema_editor.connection
+    if connection.vendor != "postgresql":
+        return
+    fk_create, fk_drop = foreign_key_sql
+    old = f"{table}_unpartitioned"
+    with connection.cursor() as cursor:
+        cursor.execute(fk_drop)
+        cursor.execute(f"ALTER TABLE {table} RENAME TO {old}")
+        cursor.execute(f"ALTER TABLE {old} ALTER id DROP IDENTITY")
+        cursor.execute(
+            """
+            SELECT c.relname, pg_get_indexdef(x.indexrelid), con.contype,
+                   pg_get_constraintdef(con.oid)
+            FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+            LEFT JOIN pg_constraint con ON con.conindid = x.indexrelid AND con.conrelid = x.indrelid
+            WHERE x.indrelid = %s::regclass ORDER BY c.relname
+            """,
+            [old],
+        )
+        indexes = cursor.fetchall()
+        for n, (name, _, contype, _) in enumerate(indexes):  # free the names for the parent
+            if contype == "p":
+                cursor.execute(f'ALTER TABLE {old} DROP CONSTRAINT "{name}"')
+            else:
+                cursor.execute(f'ALTER INDEX "{name}" RENAME TO "{old}_{n}"')
+        cursor.execute(
+            f"CREATE TABLE {table} (LIKE {old} INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
+            f"PARTITION BY LIST ({key_column})"
+        )
+        cursor.execute(f"CREATE SEQUENCE {table}_id_seq OWNED BY {table}.id")
+        cursor.execute(f"ALTER TABLE {table} ALTER id SET DEFAULT nextval('{table}_id_seq')")
+        cursor.execute(
+            f"SELECT setval('{table}_id_seq', COALESCE(MAX(id), 0) + 1, false) FROM {old}"
+        )
+        for name, indexdef, contype, condef in indexes:
+            if contype == "p":
+                cursor.execute(
+                    f'ALTER TABLE {table} ADD CONSTRAINT "{name}" PRIMARY KEY ({key_column}, id)'
+                )
+            elif contype == "u":
+                cursor.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {condef}')
+            else:
+                cursor.execute(re.sub(r" ON (\S+\.)?" + old + " ", f" ON {table} ", indexdef))
+        cursor.execute(f"CREATE TABLE {table}_default PARTITION OF {table} DEFAULT")
+        cursor.execute(f"SELECT DISTINCT {key_column} FROM {old} ORDER BY 1")
+        for (key,) in cursor.fetchall():
+            part = f"{table}_p{int(key)}_0"
+            cursor.execute(
+                f"CREATE TABLE {part} (LIKE {table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS, "
+                f"CONSTRAINT {part}_key CHECK ({key_column} = {int(key)}))"
+            )
+            cursor.execute(f"INSERT INTO {part} SELECT * FROM {old} WHERE {key_column} = %s", [key])
+            _build_indexes_like(cursor, table, part)
+            cursor.execute(
+                f"ALTER TABLE {table} ATTACH PARTITION {part} FOR VALUES IN ({int(key)})"
+            )
+        cursor.execute(f"DROP TABLE {old}")
+        cursor.execute(fk_create)

@@ -1,0 +1,30 @@
+"""Snapshot entries: one partition per snapshot version, indexed after its COPY
+(docs/performance.md).
+
+PostgreSQL only; SQLite keeps the plain table. The model does not change (see
+refunds_admin.bulk.partition_table). Reversing leaves the partitioned table in place: to Django
+it is the same table.
+"""
+
+from django.db import migrations
+
+from refunds_admin.bulk import partition_table, statement_level_foreign_key
+
+
+def partition(apps, schema_editor):
+    partition_table(
+        schema_editor,
+        "tournaments_entry",
+        "snapshot_id",
+        statement_level_foreign_key("tournaments_entry", "snapshot_id", "tournaments_snapshot"),
+    )
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("tournaments", "0002_copy_friendly_entries"),
+    ]
+
+    operations = [
+        migrations.RunPython(partition, migrations.RunPython.noop, elidable=False),
+    ]
