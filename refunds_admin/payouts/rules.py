@@ -12,7 +12,7 @@ from datetime import datetime
 from fractions import Fraction
 from functools import cached_property
 from itertools import compress, islice, repeat
-from operator import add, and_, eq, floordiv, is_not, le, mod, mul, ne, not_, or_, sub
+from operator import add, and_, eq, floordiv, is_not, le, mod, mul, ne, not_, or_, sub, truth
 from typing import Any, NamedTuple
 
 from ._gc import paused_gc
@@ -437,14 +437,17 @@ def share_chip_equity(
     if total_chips and not any(capped):  # the usual case: everyone shares, column by column
         equity = round_shares(remaining, total_chips, chips, entry_ids)
     elif total_chips:
-        uncapped = list(compress(range(n), map(not_, capped)))
+        # The uncapped entries that hold chips share the rest. An entry without chips would get
+        # 0 with a remainder of 0, and never a leftover cent: fewer cents are left over than
+        # there are non-zero remainders, so the threshold remainder is above 0.
+        sharers = list(compress(range(n), map(and_, map(truth, chips), map(not_, capped))))
         shares = round_shares(
             remaining,
             total_chips,
-            list(map(chips.__getitem__, uncapped)),
-            list(map(entry_ids.__getitem__, uncapped)),
+            list(map(chips.__getitem__, sharers)),
+            list(map(entry_ids.__getitem__, sharers)),
         )
-        for k, share in zip(uncapped, shares, strict=True):
+        for k, share in zip(sharers, shares, strict=True):
             equity[k] = share
     return equity, capped, total_chips, remaining
 
