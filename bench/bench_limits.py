@@ -7,14 +7,15 @@ same data, measured right next to it.
 | step | floor | goal |
 |---|---|---|
 | `compute_payouts FILE` (whole command, a process) | `python -c` stdlib `json.load` + `json.dump` of the same file (a process) | 1.0x |
-| `compute_payouts` at 250k | the same command at 100k | 2.6x |
+| `compute_payouts` at 250k | the same command at 100k, same run | 2.6x |
 | `import_snapshot` | `orjson.loads` + COPY of the same entry rows into a bare table | 3x |
 | `prepare_proposal`, and preparing again | `orjson.loads` + COPY of as many line rows into a bare table | 2.5x |
-| import, prepare, approve + post at 250k | the same step at 100k | 2.6x |
+| import, prepare, approve + post at 250k | the same step at 100k, same run | 2.6x |
 | peak RSS of `compute_payouts` / of the import (100k) | - | 400 / 600 MB |
 
 BENCH_RUNS (default 3) runs of each; the table gives min and median of the time and of the ratio
-(each run's time divided by the floor measured in that run). BENCH_SIZES=100000 skips 250k;
+(each run's time divided by the floor measured in that run; for the 250k rows, by the 100k
+figure of the same run: runs go through every snapshot in turn). BENCH_SIZES=100000 skips 250k;
 BENCH_PARTS=engine or BENCH_PARTS=workflow runs one half.
 The workflow steps need PostgreSQL (DATABASE_URL); they run in a throwaway test database.
 """
@@ -86,32 +87,34 @@ def _add(step, size, floor, times, ratios, goal, unit="x"):
 
 
 def _engine():
-    command = {}
+    # Run by run, every snapshot in turn, so that each run's figures share the machine's mood.
+    times, floors, rss = {}, {}, {}
+    for _ in range(RUNS):
+        for kind in KINDS:
+            for active in SIZES:
+                path = _file(kind, active)
+                floor, _ = _process([sys.executable, "-c", _FLOOR, str(path)])
+                took, peak = _process([sys.executable, "manage.py", "compute_payouts", str(path)])
+                times.setdefault((kind, active), []).append(took)
+                floors.setdefault((kind, active), []).append(floor)
+                rss[kind, active] = max(rss.get((kind, active), 0.0), peak)
     for kind in KINDS:
         for active in SIZES:
             path = _file(kind, active)
-            times, floors, rss = [], [], 0.0
-            for _ in range(RUNS):
-                floor, _ = _process([sys.executable, "-c", _FLOOR, str(path)])
-                took, peak = _process([sys.executable, "manage.py", "compute_payouts", str(path)])
-                times.append(took)
-                floors.append(floor)
-                rss = max(rss, peak)
-            command[kind, active] = times
+            took, floor = times[kind, active], floors[kind, active]
             _add(
                 f"compute_payouts, {kind} ({path.stat().st_size / 1e6:.0f} MB)",
-                active, "stdlib json load+dump", times,
-                [t / f for t, f in zip(times, floors, strict=True)], 1.0,
+                active, "stdlib json load+dump", took,
+                [t / f for t, f in zip(took, floor, strict=True)], 1.0,
             )  # fmt: skip
             if active == 100_000:
-                _add(f"  peak RSS of compute_payouts, {kind}", active, "-", [rss], None, 400, "MB")
-    for kind in KINDS:
-        if (kind, 100_000) in command and (kind, 250_000) in command:
-            small = statistics.median(command[kind, 100_000])
-            big = command[kind, 250_000]
+                _add(f"  peak RSS of compute_payouts, {kind}", active, "-", [rss[kind, active]],
+                     None, 400, "MB")  # fmt: skip
+        if (kind, 100_000) in times and (kind, 250_000) in times:
+            small, big = times[kind, 100_000], times[kind, 250_000]
             _add(
-                f"compute_payouts, {kind}, 250k / 100k", 250_000, "median at 100k", big,
-                [t / small for t in big], 2.6,
+                f"compute_payouts, {kind}, 250k / 100k", 250_000, "100k of the same run", big,
+                [b / s for b, s in zip(big, small, strict=True)], 2.6,
             )  # fmt: skip
 
 
@@ -143,14 +146,16 @@ def _users():
 
 def _copy_floor(raw, table_like, columns, make_rows):
     """orjson.loads of the document + COPY of rows built from its entries into a bare table
-    (the same columns as `table_like`, no index, no constraint, no trigger)."""
+    (the same columns as `table_like`, written to the WAL like them; no index, no constraint,
+    no trigger)."""
     import orjson
     from django.db import connection, transaction
 
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
-                f"CREATE TEMP TABLE bench_floor ON COMMIT DROP AS "
+                # A plain (logged) table, as the real ones; rolled back below.
+                f"CREATE TABLE bench_floor AS "
                 f"SELECT {', '.join(columns)} FROM {table_like} WITH NO DATA"
             )
             started = time.perf_counter()
@@ -272,38 +277,38 @@ def _workflow():
     old = setup_databases(verbosity=0, interactive=False, keepdb=False)
     try:
         users = _users()
-        median_100k = {}
+        results, lines, rss = {}, {}, None
+        for run in range(RUNS):  # run by run, every snapshot in turn (see _engine)
+            for kind in KINDS:
+                for active in SIZES:
+                    post = kind == "easy"  # end to end (approve + post) on the easy snapshots
+                    t, raw, lines[kind, active] = _one_workflow(kind, active, run, users, post)
+                    results.setdefault((kind, active), []).append(t)
+                    if rss is None and kind == "easy" and active == 100_000:
+                        rss = _import_rss(raw, active)[1]
+                    del raw
+        steps = [("import", "floor_import", 3.0, "orjson + COPY of the entries"),
+                 ("prepare", "floor_lines", 2.5, "orjson + COPY of as many lines"),
+                 ("prepare_again", "floor_lines", 2.5, "orjson + COPY of as many lines")]  # fmt: skip
         for kind in KINDS:
             for active in SIZES:
-                post = kind == "easy"  # end to end (approve + post) on the easy snapshots
-                runs = [_one_workflow(kind, active, r, users, post) for r in range(RUNS)]
-                raw, lines = runs[-1][1], runs[-1][2]
-                steps = [("import", "floor_import", 3.0, "orjson + COPY of the entries"),
-                         ("prepare", "floor_lines", 2.5, "orjson + COPY of as many lines"),
-                         ("prepare_again", "floor_lines", 2.5, "orjson + COPY of as many lines")]  # fmt: skip
+                runs, n = results[kind, active], lines[kind, active]
                 for step, floor, goal, label in steps:
-                    times = [t[step] for t, _, _ in runs]
-                    ratios = [t[step] / t[floor] for t, _, _ in runs]
-                    _add(f"{step.replace('_', ' ')}, {kind} ({lines:,} rows)", active, label,
-                         times, ratios, goal)  # fmt: skip
-                if post:
-                    times = [t["post"] for t, _, _ in runs]
-                    _add(f"approve + post, {kind} ({lines:,} lines)", active, "-", times, None,
-                         None, "s")  # fmt: skip
-                if kind == "easy" and active == 100_000:
-                    took, rss = _import_rss(raw, active)
+                    _add(f"{step.replace('_', ' ')}, {kind} ({n:,} rows)", active, label,
+                         [t[step] for t in runs], [t[step] / t[floor] for t in runs], goal)  # fmt: skip
+                if "post" in runs[0]:
+                    _add(f"approve + post, {kind} ({n:,} lines)", active, "-",
+                         [t["post"] for t in runs], None, None, "s")  # fmt: skip
+                if rss is not None and kind == "easy" and active == 100_000:
                     _add("  peak RSS of import_snapshot (a process)", active, "-", [rss], None,
                          600, "MB")  # fmt: skip
+            if (kind, 100_000) in results and (kind, 250_000) in results:
+                small, big = results[kind, 100_000], results[kind, 250_000]
                 for step in ("import", "prepare", "prepare_again", "post"):
-                    if step in runs[0][0]:
-                        times = [t[step] for t, _, _ in runs]
-                        if active == 100_000:
-                            median_100k[kind, step] = statistics.median(times)
-                        elif (kind, step) in median_100k:
-                            base = median_100k[kind, step]
-                            _add(f"{step.replace('_', ' ')}, {kind}, 250k / 100k", active,
-                                 "median at 100k", times, [x / base for x in times], 2.6)  # fmt: skip
-                del runs, raw
+                    if step in big[0]:
+                        _add(f"{step.replace('_', ' ')}, {kind}, 250k / 100k", 250_000,
+                             "100k of the same run", [b[step] for b in big],
+                             [b[step] / s[step] for b, s in zip(big, small, strict=True)], 2.6)  # fmt: skip
     finally:
         connection.close()
         teardown_databases(old, verbosity=0)
