@@ -4,7 +4,6 @@ Pure: snapshot + incident facts in, proposal out. Integer cents and integer comp
 (exact shares are `E' * chips / C`, kept as integer numerator and common denominator).
 """
 
-import hashlib
 import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -154,6 +153,8 @@ def fingerprint_lines(
     with amounts in cents, in snapshot order: the engine's lines and the stored PayoutLine rows
     give the same fingerprint. Strings are length-prefixed so that no id can imitate another line.
     """
+    import hashlib  # here, not at the top: compute_payouts starts faster without OpenSSL
+
     h = hashlib.sha256()
     h.update(fingerprint_header(external_id, currency, rule).encode())
     remaining = iter(rows)

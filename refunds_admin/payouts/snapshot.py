@@ -659,8 +659,12 @@ def _parse_entries_in_bulk(
     def column(key: str, default: object = None) -> list[Any]:
         return list(map(dict.get, raw, repeat(key, n), repeat(default, n)))
 
-    def present(key: str) -> int:
-        return sum(map(dict.__contains__, raw, repeat(key, n)))
+    counted: dict[str, int] = {}
+
+    def present(key: str) -> int:  # how many entries give `key` (counted once per key)
+        if key not in counted:
+            counted[key] = sum(map(dict.__contains__, raw, repeat(key, n)))
+        return counted[key]
 
     ids, players, statuses = column("entry_id"), column("player_id"), column("status")
     screens, chips, finish = column("screen_name", ""), column("chips"), column("finish_place")
@@ -726,10 +730,13 @@ def _bulk_amounts(
         or not all(map(_AMOUNT.fullmatch, stated))
     ):
         return None
-    try:
-        return [default if v is None else parse_amount(v) for v in values]
-    except AmountError:
+    cents = _amounts_of(stated)
+    if cents is None:
         return None
+    if len(stated) == n:
+        return list[int | _Default](cents)
+    given = iter(cents)
+    return [default if v is None else next(given) for v in values]
 
 
 def _amounts_of(texts: list[str]) -> list[int] | None:
