@@ -196,22 +196,26 @@ def _build_indexes_like(cursor, parent, part):
         cursor.execute(f"CREATE {m.group(1) or ''}INDEX {name} ON {qn(part)} {m.group(2)}")
 
 
-def partition_table(schema_editor, table, key_column, foreign_key_sql):
+def partition_table(schema_editor, table, key_column):
     """Migration step (PostgreSQL only): turn `table` into a table partitioned by list of
     `key_column`, with one partition per existing key and an empty default partition.
 
     The model does not change: indexes and constraints keep their names, the primary key becomes
     (key_column, id) because a partitioned table's must hold the partition key, and ids keep
-    coming from one sequence. `foreign_key_sql` is the (create, drop) pair of the statement-level
-    foreign key (statement_level_foreign_key), moved from the old table to the new parent.
+    coming from one sequence. The table's own triggers (the statement-level foreign key, and any
+    other statement trigger such as one refusing changes) move to the new parent.
     """
     connection = schema_editor.connection
     if connection.vendor != "postgresql":
         return
-    fk_create, fk_drop = foreign_key_sql
     old = f"{table}_unpartitioned"
     with connection.cursor() as cursor:
-        cursor.execute(fk_drop)
+        cursor.execute(
+            "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = %s::regclass "
+            "AND NOT tgisinternal ORDER BY tgname",
+            [table],
+        )
+        triggers = [d.replace(f" ON public.{table} ", f" ON {table} ") for (d,) in cursor]
         cursor.execute(f"ALTER TABLE {table} RENAME TO {old}")
         cursor.execute(f"ALTER TABLE {old} ALTER id DROP IDENTITY")
         cursor.execute(
@@ -262,4 +266,5 @@ def partition_table(schema_editor, table, key_column, foreign_key_sql):
                 f"ALTER TABLE {table} ATTACH PARTITION {part} FOR VALUES IN ({int(key)})"
             )
         cursor.execute(f"DROP TABLE {old}")
-        cursor.execute(fk_create)
+        for trigger in triggers:
+            cursor.execute(trigger)

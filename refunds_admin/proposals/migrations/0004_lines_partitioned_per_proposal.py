@@ -7,18 +7,11 @@ it is the same table.
 
 from django.db import migrations
 
-from refunds_admin.bulk import partition_table, statement_level_foreign_key
+from refunds_admin.bulk import partition_table
 
 
 def partition(apps, schema_editor):
-    partition_table(
-        schema_editor,
-        "proposals_payoutline",
-        "proposal_id",
-        statement_level_foreign_key(
-            "proposals_payoutline", "proposal_id", "proposals_payoutproposal"
-        ),
-    )
+    partition_table(schema_editor, "proposals_payoutline", "proposal_id")
 
 
 class Migration(migrations.Migration):

@@ -8,16 +8,11 @@ it is the same table.
 
 from django.db import migrations
 
-from refunds_admin.bulk import partition_table, statement_level_foreign_key
+from refunds_admin.bulk import partition_table
 
 
 def partition(apps, schema_editor):
-    partition_table(
-        schema_editor,
-        "tournaments_entry",
-        "snapshot_id",
-        statement_level_foreign_key("tournaments_entry", "snapshot_id", "tournaments_snapshot"),
-    )
+    partition_table(schema_editor, "tournaments_entry", "snapshot_id")
 
 
 class Migration(migrations.Migration):
