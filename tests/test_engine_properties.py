@@ -256,7 +256,9 @@ def nearly_valid_prize_tables(draw):
         if draw(st.booleans()):
             row["non_cash"] = draw(st.booleans())
         if draw(st.booleans()):
-            row["description"] = draw(st.sampled_from(["", "ticket", "package"]))
+            row["description"] = draw(
+                st.sampled_from(["", "ticket", "package", "line\nbreak", "x" * 300])
+            )
         rows.append(row)
         place += width
         amount = draw(st.integers(0, amount))
@@ -275,14 +277,15 @@ def nearly_valid_prize_tables(draw):
         st.lists(
             st.dictionaries(st.sampled_from(PRIZE_KEYS), ODD_PRIZE_VALUES, max_size=5), max_size=5
         ),
-    )
+    ),
+    st.integers(1, 25),
 )
-def test_it_validates_prize_tables_the_same_way_in_bulk_and_row_by_row(raw):
+def test_it_validates_prize_tables_the_same_way_in_bulk_and_row_by_row(raw, last_place):
     """The fast column-wise prize check may only accept what the row-by-row check accepts, with
     the same rows and the same amount per place."""
-    bulk = _parse_prizes_in_bulk(raw)
+    bulk = _parse_prizes_in_bulk(raw, last_place)
     problems = _Problems()
-    slow = _parse_prizes_one_by_one(raw, problems)
+    slow = _parse_prizes_one_by_one(raw, problems, last_place)
     if bulk is not None:
         assert not problems, problems.items
         assert bulk == slow

@@ -382,7 +382,9 @@ def _parse_tournament(t: dict[str, Any], problems: _Problems) -> dict[str, Any]:
     )  # fmt: skip
 
 
-def _parse_prizes(t: dict[str, Any], problems: _Problems) -> tuple[list[PrizeRow], list[int]]:
+def _parse_prizes(
+    t: dict[str, Any], problems: _Problems, last_place: int = MAX_PLACE
+) -> tuple[list[PrizeRow], list[int]]:
     raw = t.get("prizes", _MISSING)
     if raw is _MISSING:
         problems.add("tournament.prizes", "is required")
@@ -390,16 +392,18 @@ def _parse_prizes(t: dict[str, Any], problems: _Problems) -> tuple[list[PrizeRow
     if not isinstance(raw, list):
         problems.add("tournament.prizes", f"must be a JSON array, not a JSON {_json_type(raw)}")
         return [], []
-    bulk = _parse_prizes_in_bulk(raw)
+    bulk = _parse_prizes_in_bulk(raw, last_place)
     if bulk is not None:
         return bulk
     # Something is unusual: check row by row, to name every problem precisely.
-    return _parse_prizes_one_by_one(raw, problems)
+    return _parse_prizes_one_by_one(raw, problems, last_place)
 
 
 def _parse_prizes_one_by_one(
-    raw: list[Any], problems: _Problems
+    raw: list[Any], problems: _Problems, last_place: int = MAX_PLACE
 ) -> tuple[list[PrizeRow], list[int]]:
+    """Row by row, naming every problem. `last_place`: no prize range may reach beyond it (the
+    number of entries, where the document's bounds check it)."""
     rows = []
     by_place: dict[int, tuple[int, int]] = {}  # place -> (amount, index in prizes)
     ok = True
@@ -749,7 +753,15 @@ def _amounts_of(texts: list[str]) -> list[int] | None:
     return list(map(cents.__getitem__, texts))
 
 
-def _parse_prizes_in_bulk(raw: list[Any]) -> tuple[list[PrizeRow], list[int]] | None:
+# What the bulk path leaves to the row-by-row check: descriptions longer than a database column
+# holds, or holding control characters (the row-by-row check names them; docs/snapshot-limits.md).
+_DESCRIPTION_MAX = 255
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _parse_prizes_in_bulk(
+    raw: list[Any], last_place: int = MAX_PLACE
+) -> tuple[list[PrizeRow], list[int]] | None:
     """The row-by-row checks of `_parse_prizes`, column by column, for a well-formed table.
 
     Platforms that export one row per paid place send tens of thousands of rows; here they cost
@@ -772,6 +784,8 @@ def _parse_prizes_in_bulk(raw: list[Any]) -> tuple[list[PrizeRow], list[int]] | 
         or not all(map(_AMOUNT.fullmatch, texts))
         or not set(map(type, non_cash)) <= {bool}
         or not set(map(type, descriptions)) <= {str}
+        or max(map(len, descriptions)) > _DESCRIPTION_MAX
+        or _CONTROL_CHARACTER.search("".join(descriptions))
     ):
         return None
     amounts = _amounts_of(texts)
@@ -792,7 +806,7 @@ def _parse_prizes_in_bulk(raw: list[Any]) -> tuple[list[PrizeRow], list[int]] | 
         if not (type(pair) is list and len(pair) == 2 and all(map(_is_int, pair))):
             return None
         first, last = pair
-        if not 1 <= first <= last <= MAX_PLACE:
+        if not 1 <= first <= last <= min(MAX_PLACE, last_place):
             return None
         place_from[i], place_to[i] = first, last
         places.extend(range(first, last + 1))
