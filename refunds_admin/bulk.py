@@ -143,7 +143,8 @@ def copy_into_partition(model, key_column, key, columns, rows, *, meanwhile=None
 
     The rows go into a bare table (the parent's columns, defaults and checks, plus a check that
     pins `key_column` to `key`, so that attaching it needs no scan); its indexes are built after
-    the COPY, each from one sort; the old partition, if any, is dropped and the new one attached
+    the COPY, each from one sort, and its statistics gathered; the old partition, if any, is
+    dropped and the new one attached
     at the very end, so that the parent is locked only for that moment. Nothing else can refer
     to the rows: the caller holds the parent row (`key`) locked and wrote the check pinning it.
     """
@@ -161,6 +162,10 @@ def copy_into_partition(model, key_column, key, columns, rows, *, meanwhile=None
             )
             result = _copy(part, columns, rows, meanwhile)
             _build_indexes_like(cursor, table, part)
+            # Statistics now, not whenever autovacuum comes by: without them the planner guesses
+            # a fresh partition holds a few hundred rows and sorts 100k lines for a keyset page
+            # (55 ms instead of 0.2 ms for "sorted by chips").
+            cursor.execute(f"ANALYZE {qn(part)}")
             for old in partition_bound(cursor, table, key):
                 cursor.execute(f"DROP TABLE {qn(old)}")
             cursor.execute(
