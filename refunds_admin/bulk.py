@@ -115,7 +115,7 @@ def postgres_only(sql):
 # search them by six keys). Inserting them into a table that already carries those indexes
 # maintains each index row by row, in random key order: about 0.3 s per index per 100k rows,
 # most of the time of preparing a proposal. A fresh table indexed after the COPY sorts each key
-# once instead. So the line table is partitioned by proposal (migration 0004): each proposal's
+# once instead. So the line table is partitioned by proposal (migration proposals/0005): each proposal's
 # lines are copied into a bare table of their own, indexed, then attached as its partition;
 # preparing again swaps the partition instead of deleting 100k index entries one by one.
 

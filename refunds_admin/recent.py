@@ -36,6 +36,6 @@ class Recent(Generic[K, V]):
                 self._items.popitem(last=False)
 
     def clear(self) -> None:
-        """Forget everything (benchmarks time a cold start this way)."""
+        """Forget every value (the benchmarks measure a fresh process this way)."""
         with self._lock:
             self._items.clear()

@@ -79,7 +79,7 @@ class PrizePlace(models.Model):
     """One paid place of a snapshot's prize table (ranges are expanded to one row per place)."""
 
     # Some platforms send one prize row per paid place (50k rows for a large field): like the
-    # entries, the foreign key is checked once per COPY by a trigger (migration 0004), and the
+    # entries, the foreign key is checked once per COPY by a trigger (migration 0005), and the
     # unique (snapshot, place) index serves lookups by snapshot.
     snapshot = models.ForeignKey(
         Snapshot,
@@ -133,6 +133,14 @@ class Entry(models.Model):
     fee_paid_cents = models.BigIntegerField()
     finish_place = models.PositiveIntegerField(null=True, blank=True)
     prize_awarded_cents = models.BigIntegerField(null=True, blank=True)
+    # A database default too: COPY writers that do not name the column still insert "".
+    email = models.CharField(
+        max_length=254,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Where the player's statement may be e-mailed (optional snapshot field).",
+    )
 
     class Meta:
         ordering = ["snapshot", "position"]

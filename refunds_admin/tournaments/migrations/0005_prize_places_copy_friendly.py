@@ -17,7 +17,7 @@ CREATE, DROP = statement_level_foreign_key(
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tournaments", "0003_entries_partitioned_per_snapshot"),
+        ("tournaments", "0004_entries_partitioned_per_snapshot"),
     ]
 
     operations = [

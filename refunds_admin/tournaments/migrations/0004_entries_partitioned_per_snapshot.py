@@ -1,4 +1,5 @@
-"""Proposal lines: one partition per proposal, indexed after its COPY (docs/performance.md).
+"""Snapshot entries: one partition per snapshot version, indexed after its COPY
+(docs/performance.md).
 
 PostgreSQL only; SQLite keeps the plain table. The model does not change (see
 refunds_admin.bulk.partition_table). Reversing leaves the partitioned table in place: to Django
@@ -11,12 +12,12 @@ from refunds_admin.bulk import partition_table
 
 
 def partition(apps, schema_editor):
-    partition_table(schema_editor, "proposals_payoutline", "proposal_id")
+    partition_table(schema_editor, "tournaments_entry", "snapshot_id")
 
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("proposals", "0003_payoutline_capped_index"),
+        ("tournaments", "0003_entry_email"),
     ]
 
     operations = [

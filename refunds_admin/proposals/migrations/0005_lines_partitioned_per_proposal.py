@@ -1,5 +1,4 @@
-"""Snapshot entries: one partition per snapshot version, indexed after its COPY
-(docs/performance.md).
+"""Proposal lines: one partition per proposal, indexed after its COPY (docs/performance.md).
 
 PostgreSQL only; SQLite keeps the plain table. The model does not change (see
 refunds_admin.bulk.partition_table). Reversing leaves the partitioned table in place: to Django
@@ -12,12 +11,12 @@ from refunds_admin.bulk import partition_table
 
 
 def partition(apps, schema_editor):
-    partition_table(schema_editor, "tournaments_entry", "snapshot_id")
+    partition_table(schema_editor, "proposals_payoutline", "proposal_id")
 
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tournaments", "0002_copy_friendly_entries"),
+        ("proposals", "0004_figures_and_screen_name_search"),
     ]
 
     operations = [
