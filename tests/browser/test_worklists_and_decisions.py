@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from refunds_admin.incidents.models import Incident
 from refunds_admin.tournaments import services as tournaments
+from tests.factories import approved_proposal, open_incident, submitted_proposal, sunday_major_doc
 
 from .conftest import shot, snapshot_file
 
@@ -39,14 +40,17 @@ def _contrast(page, selector):
     )
 
 
+# The proposals of these journeys follow a lost data-centre uplink.
+NETWORK_OUTAGE = {"cause": "network", "description": "Data centre uplink lost."}
+
+
 def test_it_gives_the_approver_the_whole_picture_and_asks_before_deciding(
     open_as, support, manager, other_manager, tmp_path
 ):
     """Approval page content; confirmation before approve/reject; withdraw; four eyes on
     rejection; the statement opens under its row; the breakdown's search and sorts."""
-    from tests.browser.helpers import submitted_proposal
 
-    proposal = submitted_proposal(support, tmp_path, external_id="UP-DECIDE-1")
+    proposal = submitted_proposal(support, doc=sunday_major_doc("UP-DECIDE-1"), **NETWORK_OUTAGE)
     # The submitter takes it back, then submits again.
     page = open_as(support)
     page.goto(f"/proposals/{proposal.pk}/")
@@ -106,7 +110,7 @@ def test_it_gives_the_approver_the_whole_picture_and_asks_before_deciding(
     mpage.say_yes = True
 
     # Four eyes on rejection: the manager who submitted a proposal has no reject button.
-    own = submitted_proposal(other_manager, tmp_path, external_id="UP-DECIDE-2")
+    own = submitted_proposal(other_manager, doc=sunday_major_doc("UP-DECIDE-2"), **NETWORK_OUTAGE)
     opage = open_as(other_manager)
     opage.goto(f"/proposals/{own.pk}/approval/")
     opage.wait_for_selector("text=another manager must approve it or reject it")
@@ -122,13 +126,14 @@ def test_it_gives_the_approver_the_whole_picture_and_asks_before_deciding(
 def test_it_gives_staff_their_worklists(open_as, support, manager, other_manager, tmp_path):
     """Proposals by status with filters and mine; incidents by status; tournaments with a
     status column explaining frozen; support's dashboard; recent activity full width."""
-    from tests.browser.helpers import approved_proposal, open_incident, submitted_proposal
 
-    submitted_proposal(support, tmp_path, external_id="UP-LIST-SUB")
-    submitted_proposal(manager, tmp_path, external_id="UP-LIST-MGR")
-    approved_proposal(support, other_manager, tmp_path, external_id="UP-LIST-OK")
-    open_incident(support, tmp_path, external_id="UP-LIST-OPEN", minutes_ago=12)
-    late = open_incident(support, tmp_path, external_id="UP-LIST-LATE", minutes_ago=45)
+    submitted_proposal(support, doc=sunday_major_doc("UP-LIST-SUB"), **NETWORK_OUTAGE)
+    submitted_proposal(manager, doc=sunday_major_doc("UP-LIST-MGR"), **NETWORK_OUTAGE)
+    approved_proposal(support, other_manager, doc=sunday_major_doc("UP-LIST-OK"), **NETWORK_OUTAGE)
+    open_incident(support, doc=sunday_major_doc("UP-LIST-OPEN"), failed_ago=timedelta(minutes=12))
+    late = open_incident(
+        support, doc=sunday_major_doc("UP-LIST-LATE"), failed_ago=timedelta(minutes=45)
+    )
 
     page = open_as(support)
     assert "UP-LIST-OPEN" in page.inner_text("#incidents-waiting-on-me")
@@ -214,9 +219,10 @@ def test_it_fixes_the_incident_form_and_timeline(open_as, support, manager, tmp_
     assert stamps == sorted(stamps)
 
     # An overdue incident's card keeps readable text; only the countdown is red.
-    from tests.browser.helpers import open_incident
 
-    late = open_incident(support, tmp_path, external_id="UP-FORM-LATE", minutes_ago=45)
+    late = open_incident(
+        support, doc=sunday_major_doc("UP-FORM-LATE"), failed_ago=timedelta(minutes=45)
+    )
     page.goto(f"/incidents/{late.pk}/")
     page.wait_for_selector(".countdown.overdue")
     card = page.locator("section.card >> nth=0")
@@ -233,9 +239,10 @@ def test_it_fixes_audit_time_exports_and_display(
     """Audit by player; before/after as money and labels without mid-word breaks; sentences in
     one time zone; time zone kept across sign-out; CSV has the currency; the SHA-256 fits at
     1366 px; the chart's labels are not clipped; a bad CSV lists every error at once by row."""
-    from tests.browser.helpers import approved_proposal
 
-    proposal = approved_proposal(support, other_manager, tmp_path, external_id="UP-AUDIT-11")
+    proposal = approved_proposal(
+        support, other_manager, doc=sunday_major_doc("UP-AUDIT-11"), **NETWORK_OUTAGE
+    )
     page = open_as(auditor)
     page.select_option("#tz-select", "Europe/Berlin")
     page.wait_for_selector(
