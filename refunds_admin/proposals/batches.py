@@ -33,7 +33,7 @@ from refunds_admin.outages.models import Outage
 from refunds_admin.outages.services import incidents_of
 
 from . import services
-from .models import OutagePrepareResult, OutagePrepareRun, PayoutLine, PayoutProposal
+from .models import OutagePrepareResult, OutagePrepareRun, PayoutProposal
 
 log = logging.getLogger(__name__)
 
@@ -294,9 +294,9 @@ def prepare_progress(outage):
 # --------------------------------------------------------------------------------------------
 
 
-# What the review page reads of each proposal (not the summary, nor the users' other fields).
+# What the review page reads of each proposal (not the users' other fields).
 _REVIEW_FIELDS = (
-    "version", "status", "rule", "currency", "total_cents", "lines_count", "warnings",
+    "version", "status", "rule", "currency", "total_cents", "lines_count", "warnings", "summary",
     "fingerprint", "prepared_by_id", "submitted_by_id", "incident_id", "snapshot_id",
     "failed_at", "site_wide_issue", "incident__failed_at", "incident__site_wide_issue",
     "incident__tournament__external_id", "incident__tournament__name",
@@ -318,12 +318,9 @@ def review(outage, only=None):
     if only:
         proposals = proposals.filter(pk__in=only)
     listed = list(proposals)
-    capped = dict(
-        PayoutLine.objects.filter(proposal_id__in=[p.pk for p in listed], capped=True)
-        .values("proposal_id")
-        .annotate(n=Count("pk"))
-        .values_list("proposal_id", "n")
-    )
+    # The engine's summary counts the capped entries: no need to read a line (the lines of 200
+    # proposals are 200 partitions).
+    capped = {p.pk: int((p.summary or {}).get("capped_entries") or 0) for p in listed}
     totals: defaultdict[str, dict[str, int]] = defaultdict(
         lambda: {"cents": 0, "proposals": 0, "entries": 0}
     )
