@@ -59,6 +59,7 @@ def make_approved_proposal(
     from refunds_admin.incidents.models import Incident
     from refunds_admin.ledger.services import schedule_posting
     from refunds_admin.payouts.rules import fingerprint_lines
+    from refunds_admin.proposals.posting import configured_wallet
     from refunds_admin.proposals.models import PayoutLine, PayoutProposal
     from refunds_admin.tournaments.models import Snapshot, Tournament
 
@@ -104,26 +105,28 @@ def make_approved_proposal(
             ((f"e{i:06d}", f"p{i:06d}", *a, sum(a)) for i, a in enumerate(amounts, start=1)),
         )
         approve = _approve_proposal() if schedule else None
+        wallet, wallet_identity = configured_wallet()
+        # Written as a draft (lines of a submitted proposal are immutable), then moved on.
         proposal = PayoutProposal.objects.create(
             incident=incident,
             snapshot=snapshot,
             version=1,
-            status=PayoutProposal.Status.SUBMITTED if approve else PayoutProposal.Status.APPROVED,
+            status=PayoutProposal.Status.DRAFT,
             rule="full_refund",
             currency=currency,
             failed_at=incident.failed_at,
             site_wide_issue=False,
             summary={},
             fingerprint=fingerprint,
-            approved_fingerprint="" if approve else fingerprint,
+            approved_fingerprint="",
             total_cents=sum(sum(a) for a in amounts),
             lines_count=len(amounts),
             prepared_by=preparer,
             prepared_at=now,
             submitted_by=preparer,
             submitted_at=now,
-            approved_by=None if approve else approver,
-            approved_at=None if approve else now,
+            approved_by=None,
+            approved_at=None,
         )
         PayoutLine.objects.bulk_create(
             (
@@ -146,9 +149,21 @@ def make_approved_proposal(
             batch_size=chunked_lines_insert,
         )
         if approve:
+            PayoutProposal.objects.filter(pk=proposal.pk).update(status="submitted")
+            proposal.refresh_from_db()
             proposal = approve(proposal, acting_user=approver, fingerprint=fingerprint)
-        elif schedule:
-            schedule_posting(proposal, actor=approver)
+        else:
+            PayoutProposal.objects.filter(pk=proposal.pk).update(
+                status=PayoutProposal.Status.APPROVED,
+                approved_by=approver,
+                approved_at=now,
+                approved_fingerprint=fingerprint,
+                wallet=wallet,
+                wallet_identity=wallet_identity,
+            )
+            proposal.refresh_from_db()
+            if schedule:
+                schedule_posting(proposal, actor=approver)
     return proposal
 
 
@@ -187,8 +202,8 @@ def wait_until_posted(proposal, timeout=60.0):
     from refunds_admin.ledger.models import PostingJob
 
     def done():
-        job = PostingJob.objects.get(proposal_id=proposal.pk)
-        return job if job.state in (PostingJob.State.POSTED, PostingJob.State.FAILED) else None
+        job = PostingJob.objects.filter(proposal_id=proposal.pk).first()  # the first run makes it
+        return job if job and job.state in (PostingJob.State.POSTED, PostingJob.State.FAILED) else None
 
     return wait_for(done, timeout, message=f"proposal {proposal.pk} to be posted")
 

@@ -44,7 +44,7 @@ def test_it_books_one_credit_per_entry_and_non_zero_component():
         "state": "posted",
         "error": "",
         "percent": 100,
-        "attempts": 1,
+        "attempts": 0,  # attempts count real errors only
         "heartbeat_at": None,
     }
     actions = list(
@@ -161,6 +161,7 @@ def test_it_fails_after_too_many_attempts_and_a_manager_resumes_it(
 ):
     settings.POSTING_MAX_ATTEMPTS = 2
     proposal = make_approved_proposal(lines=3)
+    services.schedule_posting(proposal)  # the job, as its first run would make it
     PostingJob.objects.filter(proposal=proposal).update(attempts=2, last_error="boom")
     with pytest.raises(services.PostingStopped):
         services.post_proposal(proposal.pk)

@@ -76,15 +76,25 @@ def test_it_sweeps_only_jobs_left_waiting(settings, django_capture_on_commit_cal
 
     from django.utils import timezone
 
-    from refunds_admin.ledger.services import sweep_unposted
+    from refunds_admin.ledger.services import schedule_posting, sweep_unposted
 
     settings.POSTING_STALE_AFTER = 120
-    lost = make_approved_proposal(lines=2)  # its kick never reached a worker (test transaction)
-    fresh = make_approved_proposal(lines=2)
-    orphan = make_approved_proposal(lines=2, schedule=False)  # approved, no outbox row at all
-    PostingJob.objects.filter(proposal=lost).update(queued_at=timezone.now() - timedelta(minutes=5))
+    ago = timezone.now() - timedelta(minutes=5)
+    # Approved, but its task never reached a worker (the test's transaction never commits).
+    lost = make_approved_proposal(lines=2)
+    PayoutProposal.objects.filter(pk=lost.pk).update(approved_at=ago)
+    fresh = make_approved_proposal(lines=2)  # approved a moment ago: its task is on its way
+    stale = make_approved_proposal(lines=2)  # a job queued long ago, never started
+    schedule_posting(stale)
+    PostingJob.objects.filter(proposal=stale).update(queued_at=ago)
+    backing_off = make_approved_proposal(lines=2)  # an outage: not before its backoff is over
+    schedule_posting(backing_off)
+    PostingJob.objects.filter(proposal=backing_off).update(
+        queued_at=ago, retry_at=timezone.now() + timedelta(minutes=5)
+    )
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert sorted(sweep_unposted()) == sorted([lost.pk, orphan.pk])
+        assert sorted(sweep_unposted()) == sorted([lost.pk, stale.pk])
     states = dict(PostingJob.objects.values_list("proposal_id", "state"))
-    assert states == {lost.pk: "posted", fresh.pk: "queued", orphan.pk: "posted"}
+    assert states == {lost.pk: "posted", stale.pk: "posted", backing_off.pk: "queued"}
+    assert not PostingJob.objects.filter(proposal=fresh).exists()

@@ -86,7 +86,8 @@ WITH chunk AS (
     WHERE proposal_id = %(proposal)s AND position > %(after)s
     ORDER BY position LIMIT %(size)s
 ), credits AS (
-    SELECT 'proposal-' || %(proposal)s::text || '/' || c.entry_id || '/' || v.component AS key,
+    SELECT 'proposal-' || %(proposal)s::text || '/' || ledger_key_part(c.entry_id) || '/'
+           || v.component AS key,
            c.entry_id, c.player_id, v.component, v.amount
     FROM chunk c CROSS JOIN LATERAL (VALUES {_VALUES}) AS v(component, amount)
     WHERE v.amount > 0

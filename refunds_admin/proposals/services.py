@@ -13,6 +13,7 @@ and preparing again creates the next version.
 
 import hashlib
 from collections import OrderedDict
+from functools import partial
 from itertools import repeat
 from threading import Lock
 from typing import NamedTuple
@@ -27,12 +28,12 @@ from refunds_admin.audit.services import record
 from refunds_admin.bulk import insert_rows
 from refunds_admin.errors import Refused
 from refunds_admin.incidents.models import Incident
-from refunds_admin.ledger import services as ledger
 from refunds_admin.payouts import SnapshotError, compute_proposal, explain, parse_snapshot
 from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import engine_snapshot
 
 from .models import PayoutLine, PayoutProposal
+from .posting import configured_wallet, queue_posting
 
 Status = PayoutProposal.Status
 # Once approved, a proposal is what gets paid: nothing may replace it.
@@ -135,13 +136,14 @@ def prepare_proposal(incident, *, acting_user):
     """Compute the proposal for a cancelled incident from the tournament's current snapshot and
     store it as a draft (replacing a live draft or submitted one; see the module docstring)."""
     require_role(acting_user, CAN_PREPARE, "prepare proposals")
+    # Locks in the one order used everywhere: tournament -> incident -> proposal -> job.
+    tournament = Tournament.objects.select_for_update().get(pk=incident.tournament_id)
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     if incident.status != Incident.Status.CANCELLED:
         raise Refused(
             f"Incident {incident.pk} is {incident.get_status_display().lower()}: a proposal is "
             "prepared only once the tournament is cancelled."
         )
-    tournament = Tournament.objects.select_for_update().get(pk=incident.tournament_id)
     if tournament.frozen_at is not None:
         raise Refused(
             f"Tournament {tournament.external_id} is frozen: a proposal was already approved."
@@ -179,11 +181,13 @@ def prepare_proposal(incident, *, acting_user):
     before = None
     if live is not None:
         before = _facts(live)
-        # Replace in place: the old lines go, the row keeps its id and version.
-        PayoutLine.objects.filter(proposal=live)._raw_delete(live._state.db)
+        # Replace in place: the row keeps its id and version, and goes back to draft *first*:
+        # the lines of a submitted proposal are immutable (a trigger refuses any change), those
+        # of a draft may be replaced.
         for name, value in fields.items():
             setattr(live, name, value)
         live.save()
+        PayoutLine.objects.filter(proposal=live)._raw_delete(live._state.db)
         proposal = live
     else:
         version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
@@ -252,6 +256,9 @@ def approve_proposal(proposal, *, acting_user, fingerprint):
     quoting the fingerprint they saw. Freezes the tournament's snapshot and schedules posting in
     the same transaction (the posting job starts only after commit)."""
     require_role(acting_user, CAN_DECIDE, "approve proposals")
+    # Locks in the one order used everywhere: tournament -> incident -> proposal -> job.
+    tournament = Tournament.objects.select_for_update().get(pk=proposal.incident.tournament_id)
+    Incident.objects.select_for_update().filter(pk=proposal.incident_id).first()
     fresh = _locked(proposal)
     if acting_user.pk in (fresh.prepared_by_id, fresh.submitted_by_id):
         raise PermissionDenied(
@@ -265,9 +272,11 @@ def approve_proposal(proposal, *, acting_user, fingerprint):
             f"{fresh.fingerprint[:12]}…, you quoted {(fingerprint or '')[:12] or 'none'}. "
             "Review it again."
         )
-    tournament = Tournament.objects.select_for_update().get(pk=fresh.incident.tournament_id)
+    tournament.refresh_from_db()
     _refuse_if_stale(fresh, fresh.incident, tournament, "approved")
     now = timezone.now()
+    # The posting order: the wallet this approval pays into, as this process is configured.
+    wallet, wallet_identity = configured_wallet()
     changed = PayoutProposal.objects.filter(
         pk=fresh.pk, status=Status.SUBMITTED, fingerprint=fresh.fingerprint
     ).update(
@@ -275,6 +284,8 @@ def approve_proposal(proposal, *, acting_user, fingerprint):
         approved_by=acting_user,
         approved_at=now,
         approved_fingerprint=fresh.fingerprint,
+        wallet=wallet,
+        wallet_identity=wallet_identity,
     )
     if not changed:
         raise Refused(f"Proposal {fresh.pk} was decided at the same time; reload it.")
@@ -291,11 +302,15 @@ def approve_proposal(proposal, *, acting_user, fingerprint):
             "fingerprint": fresh.fingerprint,
             "total": fresh.total_cents,
             "currency": fresh.currency,
+            "wallet": wallet,
+            "wallet_identity": wallet_identity,
         },
     )
     proposal = _sync(proposal)
-    # The transactional outbox: the posting is recorded in this transaction, queued after commit.
-    ledger.schedule_posting(proposal, actor=acting_user)
+    # The transactional outbox: the order to pay is this approved row (wallet included); the
+    # ledger's task is queued by name once it has committed, and the ledger's sweeper queues
+    # it again if the broker was down.
+    transaction.on_commit(partial(queue_posting, proposal.pk))
     return proposal
 
 
