@@ -59,8 +59,8 @@ def make_approved_proposal(
     from refunds_admin.incidents.models import Incident
     from refunds_admin.ledger.services import schedule_posting
     from refunds_admin.payouts.rules import fingerprint_lines
-    from refunds_admin.proposals.posting import configured_wallet
     from refunds_admin.proposals.models import PayoutLine, PayoutProposal
+    from refunds_admin.proposals.posting import configured_wallet
     from refunds_admin.tournaments.models import Snapshot, Tournament
 
     if amounts is None:
@@ -203,7 +203,9 @@ def wait_until_posted(proposal, timeout=60.0):
 
     def done():
         job = PostingJob.objects.filter(proposal_id=proposal.pk).first()  # the first run makes it
-        return job if job and job.state in (PostingJob.State.POSTED, PostingJob.State.FAILED) else None
+        return (
+            job if job and job.state in (PostingJob.State.POSTED, PostingJob.State.FAILED) else None
+        )
 
     return wait_for(done, timeout, message=f"proposal {proposal.pk} to be posted")
 

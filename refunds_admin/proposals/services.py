@@ -207,8 +207,11 @@ def prepare_proposal(incident, *, acting_user):
 
 
 def _locked(proposal):
+    """The proposal re-read under its row lock only (`of=self`: locking the joined incident and
+    tournament rows here too would take them after the proposal, against the one lock order
+    tournament -> incident -> proposal -> job, and deadlock with prepare or approve)."""
     return (
-        PayoutProposal.objects.select_for_update()
+        PayoutProposal.objects.select_for_update(of=("self",))
         .select_related("incident", "incident__tournament")
         .get(pk=proposal.pk)
     )
