@@ -185,14 +185,14 @@ def bench_cashier_throughput():
         return
     _setup()
     sys.path.insert(0, str(ROOT))
+    import logging
+
     from django.conf import settings
     from django.db import connection
 
     from refunds_admin.ledger import services
     from refunds_admin.ledger.models import PostingJob
     from tests.posting_support import make_approved_proposal
-
-    import logging
 
     logging.getLogger("refunds_admin.ledger").setLevel(logging.ERROR)  # retries are expected
     settings.CASHIER_TOKEN = "cashier-secret"
