@@ -140,7 +140,7 @@ def make_proposal(incident, preparer, *, status=PayoutProposal.Status.SUBMITTED,
         incident=incident,
         snapshot=snapshot,
         version=1,
-        status=status,
+        status=PayoutProposal.Status.DRAFT,  # lines are immutable once submitted: status below
         rule="not_in_the_money",
         currency="USD",
         failed_at=incident.failed_at,
@@ -167,6 +167,8 @@ def make_proposal(incident, preparer, *, status=PayoutProposal.Status.SUBMITTED,
     for line in lines:
         line.proposal = proposal
     PayoutLine.objects.bulk_create(lines)
+    PayoutProposal.objects.filter(pk=proposal.pk).update(status=status)
+    proposal.status = status
     return proposal
 
 
