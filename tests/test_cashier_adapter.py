@@ -148,3 +148,24 @@ def test_it_stops_the_job_when_the_cashier_refuses_our_token(cashier, cashier_se
     # Nothing new is sent after the refusal: at most the requests already in flight.
     assert sum(cashier.posts.values()) <= cashier_settings.CASHIER_CONCURRENCY
     assert cashier.applied == {}
+
+
+def test_it_keeps_other_requests_going_while_one_waits_for_retry_after():
+    with FakeCashier(retry_after="1.0") as fake:
+        fake.script = {"k-slow": ["429"]}
+        wallet = CashierWallet(fake.url, fake.token, timeout=2, backoff=0.01, concurrency=4)
+        items = [("k-slow", BODY)] + [(f"k-{i}", BODY | {"reference": f"r{i}"}) for i in range(40)]
+        finished = {}
+        started = time.monotonic()
+
+        def record(results):
+            for key, outcome in results:
+                assert outcome.applied
+                finished[key] = time.monotonic() - started
+
+        wallet.deliver(items, record=record, flush_every=0.05, batch=1)
+    assert len(finished) == 41 and fake.duplicates() == 0
+    # The 40 others were confirmed while k-slow slept its Retry-After second in its own thread.
+    others = max(t for key, t in finished.items() if key != "k-slow")
+    assert others < 0.9 <= 1.0 <= finished["k-slow"]
+    assert fake.posts["k-slow"] == 2
