@@ -3,9 +3,8 @@ proposal was paid into (whatever this process's own CASHIER_URL says)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from refunds_admin.payouts.money import format_cents
-
 from refunds_admin.ledger.services import reconcile
+from refunds_admin.payouts.money import format_cents
 
 
 def _money(cents, currency):
