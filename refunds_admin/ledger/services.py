@@ -74,17 +74,17 @@ def _stale_after():
     return timedelta(seconds=settings.POSTING_STALE_AFTER)
 
 
-def max_attempts():
+def max_attempts() -> int:
     """After this many runs that ended in a real error the job fails and waits for a manager."""
     return settings.POSTING_MAX_ATTEMPTS
 
 
-def outage_budget():
+def outage_budget() -> timedelta:
     """How long an outage may last before the job fails and the managers are alerted."""
     return timedelta(seconds=getattr(settings, "POSTING_OUTAGE_BUDGET", 7200))
 
 
-def outage_backoff(retries):
+def outage_backoff(retries: int) -> float:
     """Seconds before the next run, after `retries` runs stopped by the same outage: doubled
     each time from POSTING_BACKOFF_BASE, capped at POSTING_BACKOFF_MAX."""
     base = getattr(settings, "POSTING_BACKOFF_BASE", 5.0)
@@ -145,7 +145,7 @@ def _create_job(proposal):
     return job
 
 
-def schedule_posting(proposal, *, actor=None):
+def schedule_posting(proposal: PayoutProposal, *, actor=None) -> PostingJob:
     """Create the job of an approved proposal now (normally the first run does it) and queue it
     once the caller's transaction commits. Used by the sweeper; idempotent."""
     with transaction.atomic():
@@ -164,14 +164,14 @@ def schedule_posting(proposal, *, actor=None):
     return job
 
 
-def kick_posting(proposal_id):
+def kick_posting(proposal_id: int) -> bool:
     """Queue the posting task. Never raises: with the broker down the job stays in the outbox
     and the sweeper queues it later. Returns whether the task was queued (or ran, in-process)."""
     PostingJob.objects.filter(proposal_id=proposal_id).update(queued_at=timezone.now())
     return queue_posting(proposal_id)
 
 
-def sweep_unposted(*, stale_after=None):
+def sweep_unposted(*, stale_after: timedelta | None = None) -> list[int]:
     """Queue again every approved proposal that is not posted and not being posted.
 
     That is: approved proposals whose task never ran (the broker was down at approval), jobs
@@ -233,7 +233,7 @@ def _job_lock(proposal_id):
                 pass  # the session is gone, and its locks with it
 
 
-def post_proposal(proposal_id, *, max_chunks=None):
+def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
     """Post every credit of an approved proposal that is not posted yet. Idempotent.
 
     `max_chunks` stops after that many chunks, leaving the job running (to be continued by the
@@ -683,7 +683,7 @@ def _fail(job, reason):
 
 
 @transaction.atomic
-def resume_posting(proposal, *, acting_user):
+def resume_posting(proposal: PayoutProposal, *, acting_user) -> None:
     """A manager sends a failed posting job back to the queue; it continues where it stopped,
     into the wallet chosen at approval. Credits the cashier refused are sent again under the
     same key; their refusal stays on record (deliveries only move forward) and in the audit."""
@@ -736,7 +736,7 @@ def resume_posting(proposal, *, acting_user):
 # ---------------------------------------------------------------------------------------------
 
 
-def posting_progress(proposal):
+def posting_progress(proposal: PayoutProposal) -> dict:
     """What the progress bar shows. Before approval there is no job: state None."""
     job = PostingJob.objects.filter(proposal_id=proposal.pk).first()
     if job is None:
@@ -765,7 +765,7 @@ def posting_progress(proposal):
     }
 
 
-def player_credits(player_id):
+def player_credits(player_id: str) -> dict:
     """Every credit a player received, newest proposal first, with balances per currency."""
     credits = list(
         Credit.objects.filter(player_id=player_id)
@@ -778,7 +778,7 @@ def player_credits(player_id):
     return {"credits": credits, "balances": balances}
 
 
-def player_balances(player_id):
+def player_balances(player_id: str) -> dict[str, int]:
     """{currency: cents}: a player's balance follows from their credits."""
     return dict(
         Credit.objects.filter(player_id=player_id)
@@ -788,7 +788,7 @@ def player_balances(player_id):
     )
 
 
-def reconcile(proposal_ids=None):
+def reconcile(proposal_ids: list[int] | None = None) -> list[dict]:
     """Per approved proposal (or only those in `proposal_ids`): approved total vs credits booked,
     and vs the wallet the proposal was approved to be paid into, whatever this process's own
     settings. Rows with `ok` False are mismatches; a proposal paid into a cashier this process
