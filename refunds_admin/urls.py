@@ -8,6 +8,6 @@ urlpatterns = [
     # Our sign-in page first: it limits password guessing (see web/login.py).
     path("accounts/login/", RateLimitedLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("api/", include("refunds_admin.tournaments.api_urls")),
+    path("api/", include("refunds_admin.web.api_urls")),
     path("", include("refunds_admin.web.urls")),
 ]

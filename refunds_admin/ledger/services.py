@@ -50,6 +50,7 @@ from .wallets import (
     CashierRefused,
     CashierStopped,
     CashierUnavailable,
+    CashierWallet,
     WalletNotConfigured,
     cashier_at,
     credit_body,
@@ -772,7 +773,7 @@ def player_credits(player_id: str) -> dict:
         .select_related("proposal__incident__tournament")
         .order_by("-proposal_id", "entry_id", "key")
     )
-    balances = {}
+    balances: dict[str, int] = {}
     for credit in credits:
         balances[credit.currency] = balances.get(credit.currency, 0) + credit.amount_cents
     return {"credits": credits, "balances": balances}
@@ -803,7 +804,7 @@ def reconcile(proposal_ids: list[int] | None = None) -> list[dict]:
     )
     if proposal_ids is not None:
         proposals = proposals.filter(pk__in=proposal_ids)
-    cashiers = {}
+    cashiers: dict[str, CashierWallet] = {}
     for proposal in proposals:
         job = getattr(proposal, "posting_job", None)
         wallet = job.wallet if job else proposal.wallet

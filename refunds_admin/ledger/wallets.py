@@ -289,7 +289,7 @@ class CashierWallet:
         CashierRefused / CashierStopped / CashierUnavailable is raised.
         """
         halt = threading.Event()
-        stop = None
+        stop: Exception | None = None
         done = []
         last_flush = time.monotonic()
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="cashier")

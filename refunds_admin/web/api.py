@@ -10,9 +10,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from refunds_admin.errors import Refused
-
-from . import services
-from .models import Snapshot
+from refunds_admin.incidents import services as incident_services
+from refunds_admin.tournaments.models import Snapshot
+from refunds_admin.tournaments.services import authenticate_api_client
 
 
 def _error(status, message, problems=(), **headers):
@@ -35,13 +35,13 @@ def _bearer_token(request):
 @require_POST
 def snapshots(request):
     """Import one tournament-snapshot/1 document (the request body, stored byte for byte)."""
-    client = services.authenticate_api_client(_bearer_token(request))
+    client = authenticate_api_client(_bearer_token(request))
     if client is None:
         return _error(
             401, "A valid API token is required.", WWW_Authenticate='Bearer realm="refunds_admin"'
         )
     try:
-        snapshot = services.import_snapshot(
+        snapshot = incident_services.import_snapshot(
             request.body, acting_user=client.acting_user, source=Snapshot.Source.API
         )
     except PermissionDenied as e:
