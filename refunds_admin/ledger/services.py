@@ -251,14 +251,14 @@ def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
             log.info("proposal %s is being posted by another worker", proposal_id)
             return "busy"
         try:
-            job, wallet = _start(proposal_id)
+            job, wallet, lines_checked = _start(proposal_id)
         except WalletNotConfigured as exc:
             log.error("proposal %s not posted by this process: %s", proposal_id, exc)
             return "refused"
         if job is None:
             return PostingJob.objects.get(proposal_id=proposal_id).state
         try:
-            done = _post_all(job, wallet, max_chunks=max_chunks)
+            done = _post_all(job, wallet, max_chunks=max_chunks, lines_checked=lines_checked)
         except PostingStopped:
             raise
         except (CashierStopped, CashierRefused) as exc:
@@ -289,10 +289,12 @@ def _start(proposal_id):
             job is not None and job.state in (State.POSTED, State.FAILED)
         ):
             log.info("proposal %s: nothing to post (%s)", proposal_id, proposal.status)
-            return None, None
+            return None, None, False
+        lines_checked = False
         if job is None:
             try:
                 job = _create_job(proposal)
+                lines_checked = True  # against the approved fingerprint, a moment ago
             except PostingStopped as exc:
                 stop = str(exc)
                 job = PostingJob.objects.get(proposal_id=proposal_id)
@@ -313,7 +315,7 @@ def _start(proposal_id):
     if stop:
         _fail(job, stop)
         raise PostingStopped(stop)
-    return job, wallet_for_job(job.wallet, job.wallet_identity)
+    return job, wallet_for_job(job.wallet, job.wallet_identity), lines_checked
 
 
 def _mark_running(job):
@@ -358,11 +360,14 @@ def _mark_running(job):
     return None
 
 
-def _post_all(job, wallet, *, max_chunks=None):
+def _post_all(job, wallet, *, max_chunks=None, lines_checked=False):
     """Book the chunks after the job's last finished one, then (cashier) deliver every credit
     not yet confirmed; True when the proposal is posted."""
     proposal = job.proposal
-    fingerprint, _, _, _ = lines_summary(proposal)
+    if lines_checked:
+        fingerprint = job.lines_digest  # computed when this run created the job
+    else:
+        fingerprint, _, _, _ = lines_summary(proposal)
     if fingerprint != proposal.approved_fingerprint or fingerprint != job.lines_digest:
         _fail(job, "the proposal's lines no longer match what was approved; nothing more posted")
         raise PostingStopped("lines changed after approval")
