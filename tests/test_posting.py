@@ -47,6 +47,7 @@ def test_it_books_one_credit_per_entry_and_non_zero_component():
         "percent": 100,
         "attempts": 0,  # attempts count real errors only
         "heartbeat_at": None,
+        "wallet": "the app's own ledger (no cashier)",
     }
     actions = list(
         AuditEvent.objects.filter(

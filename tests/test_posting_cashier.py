@@ -324,3 +324,15 @@ def test_a_failed_job_always_says_why(with_cashier, support, manager):
 
     with pytest.raises(IntegrityError), transaction.atomic():
         PostingJob.objects.filter(proposal=proposal).update(state="failed", last_error="")
+
+
+def test_it_shows_where_the_money_goes_on_the_posting_page(
+    with_cashier, support, manager, cashier, client
+):
+    proposal = approved_proposal(support, manager)
+    progress = services.posting_progress(proposal)
+    assert progress["state"] == "queued"  # approved, the first run not there yet
+    assert progress["wallet"] == f"the cashier at {cashier.url}"
+    client.force_login(manager)
+    page = client.get(f"/proposals/{proposal.pk}/").content.decode()
+    assert f"Paying into the cashier at {cashier.url}, as approved." in page

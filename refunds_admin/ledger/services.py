@@ -743,17 +743,23 @@ def resume_posting(proposal: PayoutProposal, *, acting_user) -> None:
 
 
 def posting_progress(proposal: PayoutProposal) -> dict:
-    """What the progress bar shows. Before approval there is no job: state None."""
+    """What the progress bar shows. Before approval there is no job: state None; approved but
+    not yet picked up by a worker (the first run creates the job): queued. `wallet` says where
+    the money goes, as recorded at approval."""
     job = PostingJob.objects.filter(proposal_id=proposal.pk).first()
     if job is None:
+        approved = proposal.status == Status.APPROVED
         return {
             "posted": 0,
             "total": 0,
             "posted_cents": 0,
             "total_cents": proposal.total_cents,
-            "state": None,
+            "state": State.QUEUED if approved else None,
             "error": "",
             "percent": 0,
+            "wallet": describe_wallet(proposal.wallet, proposal.wallet_identity)
+            if proposal.wallet
+            else "",
         }
     percent = 100 if job.total == 0 else (100 * job.posted) // job.total
     if job.state == State.POSTED:
@@ -768,6 +774,7 @@ def posting_progress(proposal: PayoutProposal) -> dict:
         "percent": percent,
         "attempts": job.attempts,
         "heartbeat_at": job.heartbeat_at,
+        "wallet": describe_wallet(job.wallet, job.wallet_identity),
     }
 
 
