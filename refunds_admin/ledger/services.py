@@ -27,12 +27,13 @@ import logging
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, MANAGER, require_role
@@ -445,15 +446,17 @@ def _deliver_all(job, wallet):
         ]
         wallet.deliver(
             items,
-            record=partial(_record_deliveries, job),
+            record=partial(_record_deliveries, job, {c["key"]: c["amount_cents"] for c in credits}),
             heartbeat=partial(_beat, job),
             batch=max(50, min(500, batch)),
         )
 
 
-def _record_deliveries(job, results):
+def _record_deliveries(job, cents_by_key, results):
     """One transaction per batch of answers: the deliveries (forward only: an applied one is
-    never touched again) and the job's progress (what the cashier confirmed)."""
+    never touched again) and the job's progress (what the cashier confirmed). Only credits
+    without an applied delivery are ever sent, and one worker holds the job, so each applied
+    answer adds one credit to the progress (the check constraint caps it at the total)."""
     table = connection.ops.quote_name(CashierDelivery._meta.db_table)
     now = timezone.now()
     rows = [
@@ -476,14 +479,16 @@ def _record_deliveries(job, results):
                 f"WHERE {table}.state <> 'applied'",
                 rows,
             )
-        applied = _cashier_applied(job.proposal_id)
-        fields = {
-            "posted": applied["n"],
-            "posted_cents": applied["cents"] or 0,
-            "heartbeat_at": now,
-        }
-        if any(o.applied for _, o in results):
-            fields.update(outage_since=None, outage_retries=0, retry_at=None)
+        confirmed = [key for key, o in results if o.applied]
+        fields: dict[str, Any] = {"heartbeat_at": now}
+        if confirmed:
+            fields.update(
+                posted=F("posted") + len(confirmed),
+                posted_cents=F("posted_cents") + sum(cents_by_key[k] for k in confirmed),
+                outage_since=None,
+                outage_retries=0,
+                retry_at=None,
+            )
         PostingJob.objects.filter(pk=job.pk).update(**fields)
 
 
