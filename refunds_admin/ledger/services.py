@@ -425,31 +425,38 @@ _COMPONENT_LABELS = dict(Component.choices)
 
 
 def _deliver_all(job, wallet):
-    """Send every booked credit of the proposal that the cashier has not confirmed yet."""
+    """Send every booked credit of the proposal that the cashier has not confirmed yet, read
+    CASHIER_BATCH at a time as the requests go out (one stream, no pause between pages)."""
     proposal = job.proposal
     tournament = _tournament(proposal).external_id
-    batch = max(1, getattr(settings, "CASHIER_BATCH", 2000))
-    last_key = ""
-    while True:
-        credits = list(
-            Credit.objects.filter(proposal_id=proposal.pk, key__gt=last_key)
-            .exclude(delivery__state=CashierDelivery.State.APPLIED)
-            .order_by("key")
-            .values("key", "entry_id", "component", "player_id", "currency", "amount_cents")[:batch]
-        )
-        if not credits:
-            return
-        last_key = credits[-1]["key"]
-        items = [
-            (c["key"], credit_body(c, proposal.pk, tournament, _COMPONENT_LABELS[c["component"]]))
-            for c in credits
-        ]
-        wallet.deliver(
-            items,
-            record=partial(_record_deliveries, job, {c["key"]: c["amount_cents"] for c in credits}),
-            heartbeat=partial(_beat, job),
-            batch=max(50, min(500, batch)),
-        )
+    page = max(1, getattr(settings, "CASHIER_BATCH", 2000))
+    cents_by_key: dict[str, int] = {}
+
+    def unconfirmed():
+        last_key = ""
+        while True:
+            credits = list(
+                Credit.objects.filter(proposal_id=proposal.pk, key__gt=last_key)
+                .exclude(delivery__state=CashierDelivery.State.APPLIED)
+                .order_by("key")
+                .values("key", "entry_id", "component", "player_id", "currency", "amount_cents")[
+                    :page
+                ]
+            )
+            if not credits:
+                return
+            last_key = credits[-1]["key"]
+            for c in credits:
+                cents_by_key[c["key"]] = c["amount_cents"]
+                label = _COMPONENT_LABELS[c["component"]]
+                yield c["key"], credit_body(c, proposal.pk, tournament, label)
+
+    wallet.deliver(
+        unconfirmed(),
+        record=partial(_record_deliveries, job, cents_by_key),
+        heartbeat=partial(_beat, job),
+        batch=max(50, min(500, page)),
+    )
 
 
 def _record_deliveries(job, cents_by_key, results):
@@ -484,7 +491,7 @@ def _record_deliveries(job, cents_by_key, results):
         if confirmed:
             fields.update(
                 posted=F("posted") + len(confirmed),
-                posted_cents=F("posted_cents") + sum(cents_by_key[k] for k in confirmed),
+                posted_cents=F("posted_cents") + sum(cents_by_key.pop(k) for k in confirmed),
                 outage_since=None,
                 outage_retries=0,
                 retry_at=None,

@@ -280,7 +280,8 @@ class CashierWallet:
         return outcome
 
     def deliver(self, items, *, record, heartbeat=None, flush_every=1.0, batch=500):
-        """Send `items` ([(key, body), ...]) with up to `concurrency` requests in flight.
+        """Send `items` (an iterable of (key, body), read lazily) with up to `concurrency`
+        requests in flight: a slow or throttled credit never holds back the ones behind it.
 
         `record(results)` is called in this thread with [(key, Outcome), ...] every `batch`
         answers or `flush_every` seconds, and once at the end, so progress commits per batch.
@@ -292,11 +293,21 @@ class CashierWallet:
         stop: Exception | None = None
         done = []
         last_flush = time.monotonic()
+        source = iter(items)
+        window = self.concurrency * 2  # queued work per thread: enough to never idle
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="cashier")
+        pending: dict = {}
+
+        def refill():
+            while len(pending) < window and not halt.is_set():
+                try:
+                    key, body = next(source)
+                except StopIteration:
+                    return
+                pending[pool.submit(self._apply_or_halt, key, body, halt)] = key
+
         try:
-            pending = {
-                pool.submit(self._apply_or_halt, key, body, halt): key for key, body in items
-            }
+            refill()
             while pending:
                 finished, _ = wait(pending, timeout=flush_every, return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -322,6 +333,7 @@ class CashierWallet:
                 elif heartbeat is not None and time.monotonic() - last_flush >= flush_every:
                     heartbeat()
                     last_flush = time.monotonic()
+                refill()
         finally:
             halt.set()
             pool.shutdown(wait=True, cancel_futures=True)
