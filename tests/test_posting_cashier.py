@@ -336,3 +336,31 @@ def test_it_shows_where_the_money_goes_on_the_posting_page(
     client.force_login(manager)
     page = client.get(f"/proposals/{proposal.pk}/").content.decode()
     assert f"Paying into the cashier at {cashier.url}, as approved." in page
+
+
+def test_it_counts_a_killed_run_as_an_outage_not_an_attempt(
+    settings, support, manager, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    manager.email = "maria@example.test"
+    manager.save()
+    settings.POSTING_CHUNK_SIZE = 2
+    settings.POSTING_MAX_ATTEMPTS = 1
+    proposal = approved_proposal(support, manager)
+    assert services.post_proposal(proposal.pk, max_chunks=1) == "running"  # then "killed"
+    # The next run finds the job still running: the worker died. No attempt is used.
+    assert services.post_proposal(proposal.pk, max_chunks=1) == "running"
+    job = _job(proposal)
+    assert (job.state, job.attempts) == ("running", 0)  # and its progress ended the outage
+    assert (job.outage_retries, job.outage_since) == (0, None)
+    # Killed again and again for longer than the outage budget: failed, managers alerted.
+    settings.POSTING_OUTAGE_BUDGET = 60
+    PostingJob.objects.filter(pk=job.pk).update(outage_since=timezone.now() - timedelta(minutes=5))
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(services.PostingStopped):
+        services.post_proposal(proposal.pk)
+    job = _job(proposal)
+    assert job.state == "failed" and "stopped without finishing" in job.last_error
+    assert len(mail.outbox) == 1
