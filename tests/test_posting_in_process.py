@@ -65,36 +65,43 @@ def test_it_retries_then_fails_with_the_reason(settings, django_capture_on_commi
 
 @pytest.mark.postgres
 def test_it_fingerprints_stored_lines_the_same_in_sql_and_in_python():
-    proposal = make_approved_proposal(amounts=[(1000, 0, 7, 100), (0, 0, 0, 0), (5, 6, 7, 8)])
+    proposal = make_approved_proposal(amounts=[(1000, 0, 7, 100), (0, 0, 0, 0), (5, 0, 7, 8)])
     assert writers.lines_summary(proposal) == writers.lines_summary_in_python(proposal)
     # ... and it is the engine's fingerprint, the one the manager approved.
     assert writers.lines_summary(proposal)[0] == proposal.approved_fingerprint
 
 
-def test_it_sweeps_only_jobs_left_waiting(settings, django_capture_on_commit_callbacks):
+def test_it_sweeps_only_jobs_left_waiting(
+    settings, django_capture_on_commit_callbacks, time_machine
+):
     from datetime import timedelta
 
     from django.utils import timezone
 
-    from refunds_admin.ledger.services import schedule_posting, sweep_unposted
+    from refunds_admin.ledger import services
+    from tests.fake_cashier import FakeCashier
 
     settings.POSTING_STALE_AFTER = 120
-    ago = timezone.now() - timedelta(minutes=5)
+    time_machine.move_to(timezone.now(), tick=False)
     # Approved, but its task never reached a worker (the test's transaction never commits).
     lost = make_approved_proposal(lines=2)
-    PayoutProposal.objects.filter(pk=lost.pk).update(approved_at=ago)
+    stale = make_approved_proposal(lines=2)
+    services.schedule_posting(stale)  # a job queued, never started
+    # An outage: its job waits for a backoff of ten minutes.
+    settings.POSTING_BACKOFF_BASE = 600
+    with FakeCashier() as cashier:
+        settings.CASHIER_URL, settings.CASHIER_TOKEN = cashier.url, cashier.token
+        settings.CASHIER_MAX_TRIES, settings.CASHIER_BACKOFF = 1, 0
+        backing_off = make_approved_proposal(lines=2)
+        cashier.down = True
+        with pytest.raises(services.PostingDelayed):
+            services.post_proposal(backing_off.pk)
+    settings.CASHIER_URL = ""
+    time_machine.shift(timedelta(minutes=5))  # ... five minutes ago
     fresh = make_approved_proposal(lines=2)  # approved a moment ago: its task is on its way
-    stale = make_approved_proposal(lines=2)  # a job queued long ago, never started
-    schedule_posting(stale)
-    PostingJob.objects.filter(proposal=stale).update(queued_at=ago)
-    backing_off = make_approved_proposal(lines=2)  # an outage: not before its backoff is over
-    schedule_posting(backing_off)
-    PostingJob.objects.filter(proposal=backing_off).update(
-        queued_at=ago, retry_at=timezone.now() + timedelta(minutes=5)
-    )
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert sorted(sweep_unposted()) == sorted([lost.pk, stale.pk])
+        assert sorted(services.sweep_unposted()) == sorted([lost.pk, stale.pk])
     states = dict(PostingJob.objects.values_list("proposal_id", "state"))
     assert states == {lost.pk: "posted", stale.pk: "posted", backing_off.pk: "queued"}
     assert not PostingJob.objects.filter(proposal=fresh).exists()

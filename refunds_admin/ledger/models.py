@@ -35,7 +35,7 @@ def key_part(text: str) -> str:
     """An id as it appears in a credit key: percent-encoded UTF-8 (RFC 3986), unreserved
     characters (A-Z a-z 0-9 - . _ ~) left as they are. Lossless (`unquote` gives the id back),
     printable ASCII (fit for an HTTP header), and the same for the same id on every retry.
-    The SQL writer builds the same text with ledger_key_part() (migration 0004)."""
+    The SQL writer builds the same text with ledger_key_part() (migration 0005)."""
     return quote(text, safe="")
 
 
@@ -184,7 +184,7 @@ class CashierDelivery(models.Model):
 
     A credit counts as posted only once the cashier confirmed it (state `applied`). Deliveries
     only move forward: a refused one may later be applied (after a manager's resume), an applied
-    one never changes, and none is ever deleted (PostgreSQL triggers, migration 0004).
+    one never changes, and none is ever deleted (PostgreSQL triggers, migration 0005).
     """
 
     class State(models.TextChoices):
@@ -203,3 +203,50 @@ class CashierDelivery(models.Model):
 
     def __str__(self):
         return f"{self.credit_id} {self.state}"
+
+
+class PostedTotal(models.Model):
+    """What one posted proposal paid, written in the very transaction that marks it posted (so
+    it can never disagree with the ledger): the finance report reads these rows, one per
+    posting, instead of summing millions of credits.
+
+    `cents` equals the sum of the proposal's credits, to the cent; `players` counts the distinct
+    players credited by this posting.
+    """
+
+    proposal = models.OneToOneField(
+        "proposals.PayoutProposal",
+        on_delete=models.PROTECT,
+        primary_key=True,
+        related_name="posted_total",
+    )
+    posted_at = models.DateTimeField()
+    failed_at = models.DateTimeField(help_text="When the tournament failed (the incident).")
+    currency = models.CharField(max_length=3)
+    rule = models.CharField(max_length=20)
+    cause = models.CharField(max_length=20)
+    credits = models.PositiveIntegerField()
+    players = models.PositiveIntegerField()
+    cents = models.BigIntegerField()
+    buy_in_refund_cents = models.BigIntegerField()
+    next_prize_cents = models.BigIntegerField()
+    chip_equity_cents = models.BigIntegerField()
+    fee_refund_cents = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["posted_at"]
+        indexes = [models.Index(fields=["posted_at"], name="posted_total_posted_at")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    cents=models.F("buy_in_refund_cents")
+                    + models.F("next_prize_cents")
+                    + models.F("chip_equity_cents")
+                    + models.F("fee_refund_cents")
+                ),
+                name="posted_total_is_sum_of_components",
+            ),
+        ]
+
+    def __str__(self):
+        return f"Proposal {self.proposal_id} posted {self.cents} {self.currency}"

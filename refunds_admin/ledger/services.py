@@ -47,6 +47,7 @@ from refunds_admin.proposals.posting import (
 )
 
 from .models import CashierDelivery, Component, Credit, PostingJob
+from .summary import record_posted_total
 from .wallets import (
     CashierRefused,
     CashierStopped,
@@ -535,6 +536,8 @@ def _finish(job):
             outage_retries=0,
             retry_at=None,
         )
+        # The finance report's row, in the same transaction as "posted".
+        record_posted_total(proposal, posted_at=now)
         record(
             "ledger.posted",
             proposal,

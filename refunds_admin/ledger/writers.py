@@ -98,7 +98,7 @@ WITH chunk AS (
 ), booked AS (
     INSERT INTO {_CREDITS_TABLE} (key, proposal_id, entry_id, component, player_id, currency,
                                amount_cents, created_at)
-    SELECT key, %(proposal)s, entry_id, component, player_id, %(currency)s, amount, now()
+    SELECT key, %(proposal)s, entry_id, component, player_id, %(currency)s, amount, %(now)s
     FROM credits
     ON CONFLICT (key) DO NOTHING
     RETURNING 1
@@ -126,6 +126,9 @@ def book_chunk(proposal, after_position, size):
                     "after": after_position,
                     "size": size,
                     "currency": proposal.currency,
+                    # The app's clock, as on SQLite, not the database server's now(): one
+                    # source of time for every record (and a frozen clock in tests holds).
+                    "now": timezone.now(),
                 },
             )
             through, credits, cents, booked = cursor.fetchone()
@@ -158,16 +161,3 @@ def book_chunk(proposal, after_position, size):
     already = Credit.objects.filter(key__in=keys).count() if keys else 0
     Credit.objects.bulk_create(credits, ignore_conflicts=True, batch_size=500)
     return lines[-1][0], len(credits), sum(c.amount_cents for c in credits), len(credits) - already
-
-
-def chunk_keys(proposal, after_position, through):
-    """The credit keys of the lines in (after_position, through]: what the cashier must get."""
-    lines = PayoutLine.objects.filter(
-        proposal_id=proposal.pk, position__gt=after_position, position__lte=through
-    ).values_list("entry_id", *_AMOUNT_FIELDS)
-    return [
-        credit_key(proposal.pk, entry_id, component)
-        for entry_id, *amounts in lines
-        for (component, _), amount in zip(COMPONENT_FIELDS, amounts, strict=True)
-        if amount > 0
-    ]

@@ -7,7 +7,7 @@ every problem found (up to MAX_PROBLEMS), each naming its field or entry.
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from functools import cached_property
@@ -138,6 +138,9 @@ class Snapshot:
     place_amounts: list[int]  # index place-1 -> cents, for places 1..P (the last paid place)
     columns: EntryColumns
     incident: IncidentFacts | None
+    # entry_id -> e-mail address, for the entries that carry the optional `email` field. Where
+    # a player's statement may be e-mailed; not part of any computation or fingerprint.
+    emails: dict[str, str] = field(default_factory=dict)
 
     @cached_property
     def entries(self) -> list[Entry]:
@@ -217,7 +220,7 @@ class _Problems:
 _MISSING = object()
 _BULK_KEYS = frozenset(
     {"entry_id", "player_id", "screen_name", "status", "chips", "finish_place",
-     "prize_awarded", "buy_in_paid", "fee_paid"}
+     "prize_awarded", "buy_in_paid", "fee_paid", "email"}
 )  # fmt: skip
 
 
@@ -262,6 +265,7 @@ def _parse_snapshot(doc: object) -> Snapshot:
     t = _object(doc, "tournament", "tournament", problems, required=True)
     tournament = _parse_tournament(t, problems) if t is not None else None
     entries = _parse_entries(doc, tournament, problems)
+    emails = _parse_emails(doc.get("entries"), problems)
     incident = _parse_incident(doc, problems)
 
     if tournament is not None and entries is not None:
@@ -279,7 +283,34 @@ def _parse_snapshot(doc: object) -> Snapshot:
     problems.raise_if_any()
     # Without problems, both were read (a missing one is a problem).
     assert tournament is not None and entries is not None
-    return Snapshot(columns=entries, incident=incident, **tournament)
+    return Snapshot(columns=entries, incident=incident, emails=emails, **tournament)
+
+
+# Deliberately loose: one @ with something on both sides and no spaces. The mail server is the
+# judge of deliverability; this only catches a column that holds something else.
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+MAX_EMAIL = 254
+
+
+def _parse_emails(raw: object, problems: _Problems) -> dict[str, str]:
+    """{entry_id: address} for the entries carrying the optional `email` field ("" = none)."""
+    if not isinstance(raw, list):
+        return {}
+    emails: dict[str, str] = {}
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict) or "email" not in e:
+            continue
+        value = e["email"]
+        label = f"entries[{i}] ({e.get('entry_id')}).email"
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            problems.add(label, f"must be a string, not a JSON {_json_type(value)}")
+        elif len(value) > MAX_EMAIL or not _EMAIL.fullmatch(value):
+            problems.add(label, f"{value[:60]!r} is not an e-mail address")
+        elif isinstance(e.get("entry_id"), str):
+            emails[e["entry_id"]] = value
+    return emails
 
 
 # The database stores cents and chips as 64-bit integers (PostgreSQL bigint). Every amount a

@@ -39,11 +39,29 @@ def test_it_shows_the_incident_timeline_and_actions_by_role(
 
 
 @pytest.mark.django_db
-def test_it_filters_the_audit_history(client, world, auditor):
+def test_it_filters_the_audit_history(client, world, support, auditor):
+    from django.db import transaction
+
+    from refunds_admin.audit.services import record
+
+    # Besides the preparation and approval (which name every player of the proposal), an event
+    # that names two players, written by the audit service.
+    with transaction.atomic():
+        record(
+            "player.answered",
+            world["proposal"],
+            actor=support,
+            tournament=world["tournament"],
+            player_ids=["p001", "p002"],
+            reason="explained the chip equity to p001",
+        )
     client.force_login(auditor)
     url = reverse("audit")
     page = client.get(url, {"player": "p001"}).content.decode()
-    assert "submitted proposal" in page and "recorded incident" not in page
+    assert "explained the chip equity" in page
+    assert "submitted proposal" not in page and "recorded incident" not in page
+    page = client.get(url, {"player": "p-not-in-any-tournament"}).content.decode()
+    assert "No event matches." in page
     page = client.get(url, {"action": "incident."}).content.decode()
     assert "recorded incident" in page and "submitted proposal" not in page
     page = client.get(url, {"user": "nobody"}).content.decode()
@@ -56,9 +74,9 @@ def test_it_filters_the_audit_history(client, world, auditor):
 def test_it_shows_before_and_after_as_readable_key_value_rows(client, world, auditor):
     client.force_login(auditor)
     page = client.get(reverse("audit"), {"action": "proposal."}).content.decode()
-    assert "<dt>status</dt>" in page and "<dd>draft → submitted</dd>" in page
+    assert "<dt>Status</dt>" in page and "<dd>draft → submitted</dd>" in page
     page = client.get(reverse("audit"), {"action": "incident."}).content.decode()
-    assert "<dt>cause</dt>" in page and "<dd>server_crash</dd>" in page
+    assert "<dt>Cause</dt>" in page and "<dd>server crash</dd>" in page
     assert "{&#x27;" not in page and "{'" not in page  # no Python dict text
 
 
@@ -67,31 +85,41 @@ def test_it_exports_the_filtered_audit_history_as_csv(client, world, auditor):
     client.force_login(auditor)
     response = client.get(reverse("audit_export"), {"tournament": "UP-TEST-1"})
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert [r["action"] for r in rows] == ["proposal.submitted", "incident.recorded"]
-    assert rows[0]["before"] == '{"status": "draft"}'
+    assert [r["action"] for r in rows] == [
+        "snapshot.imported",
+        "incident.recorded",
+        "incident.cancelled",
+        "proposal.prepared",
+        "proposal.submitted",
+    ]
+    assert rows[-1]["before"] == '{"status": "draft"}'
+    assert rows[2]["actor"] == "system" and rows[2]["created_at_utc"] == "2026-11-29T21:45:00+00:00"
 
 
 @pytest.mark.django_db
-def test_it_shows_open_incidents_with_a_countdown_and_overdue_ones_stand_out(client, support):
+def test_it_shows_open_incidents_with_a_countdown_and_overdue_ones_stand_out(
+    client, support, time_machine
+):
     from datetime import UTC, timedelta
 
     from django.utils import timezone
 
-    from .conftest import make_incident, make_tournament
+    from tests.factories import open_incident
 
     now = timezone.now().replace(microsecond=0)
-    late = make_incident(make_tournament(support, external_id="UP-LATE"), support, status="open")
-    fresh = make_incident(make_tournament(support, external_id="UP-FRESH"), support, status="open")
-    type(late).objects.filter(pk=late.pk).update(failed_at=now - timedelta(minutes=45))
-    type(fresh).objects.filter(pk=fresh.pk).update(failed_at=now - timedelta(minutes=10))
+    time_machine.move_to(now, tick=False)
+    open_incident(support, failed_ago=timedelta(minutes=45), external_id="UP-LATE")
+    open_incident(support, failed_ago=timedelta(minutes=10), external_id="UP-FRESH")
     client.force_login(support)
     page = client.get(reverse("dashboard")).content.decode()
     deadline = (now + timedelta(minutes=20)).astimezone(UTC)
     assert f'data-deadline="{deadline:%Y-%m-%dT%H:%M:%SZ}"' in page
-    rows = page.split('<tr class="')
+    rows = page.split("<tr")
     late_row = next(r for r in rows if "UP-LATE" in r)
     fresh_row = next(r for r in rows if "UP-FRESH" in r)
-    assert late_row.startswith("overdue") and not fresh_row.startswith("overdue")
+    # The overdue row is marked and its countdown says so; the text itself stays readable.
+    assert late_row.startswith(' class="is-overdue"') and 'class="countdown overdue"' in late_row
+    assert "is-overdue" not in fresh_row and "countdown overdue" not in fresh_row
 
 
 def test_it_tells_recent_activity_in_sentences_on_the_dashboard(client, world, manager):

@@ -56,5 +56,5 @@ DROP FUNCTION IF EXISTS ledger_key_part(text);
 
 
 class Migration(migrations.Migration):
-    dependencies = [("ledger", "0003_job_wallet_and_outage")]
+    dependencies = [("ledger", "0004_job_wallet_and_outage")]
     operations = [migrations.RunPython(postgres_only(FORBID), postgres_only(ALLOW))]

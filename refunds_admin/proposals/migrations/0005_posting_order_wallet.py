@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('incidents', '0001_initial'),
-        ('proposals', '0003_payoutline_capped_index'),
+        ('proposals', '0004_figures_and_screen_name_search'),
         ('tournaments', '0002_copy_friendly_entries'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -16,8 +16,8 @@ def copy_wallet_from_the_approval(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("ledger", "0002_append_only"),
-        ("proposals", "0004_posting_order_wallet"),
+        ("ledger", "0003_posted_total"),
+        ("proposals", "0005_posting_order_wallet"),
     ]
 
     operations = [
