@@ -88,7 +88,7 @@ def test_it_sweeps_only_jobs_left_waiting(
     stale = make_approved_proposal(lines=2)
     services.schedule_posting(stale)  # a job queued, never started
     # An outage: its job waits for a backoff of ten minutes.
-    settings.POSTING_BACKOFF_BASE = 600
+    settings.POSTING_BACKOFF_BASE = settings.POSTING_BACKOFF_MAX = 600
     with FakeCashier() as cashier:
         settings.CASHIER_URL, settings.CASHIER_TOKEN = cashier.url, cashier.token
         settings.CASHIER_MAX_TRIES, settings.CASHIER_BACKOFF = 1, 0
