@@ -17,7 +17,7 @@ def copy_wallet_from_the_approval(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("ledger", "0003_posted_total"),
-        ("proposals", "0005_posting_order_wallet"),
+        ("proposals", "0006_posting_order_wallet"),
     ]
 
     operations = [

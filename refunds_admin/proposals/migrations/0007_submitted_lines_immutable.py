@@ -48,7 +48,7 @@ DROP FUNCTION IF EXISTS proposals_payoutline_frozen();
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("proposals", "0005_posting_order_wallet"),
+        ("proposals", "0006_posting_order_wallet"),
         ("audit", "0002_append_only"),
     ]
     operations = [migrations.RunPython(postgres_only(FORBID), postgres_only(ALLOW))]

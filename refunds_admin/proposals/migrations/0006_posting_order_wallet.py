@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('incidents', '0001_initial'),
-        ('proposals', '0004_figures_and_screen_name_search'),
+        ('proposals', '0005_lines_partitioned_per_proposal'),
         ('tournaments', '0002_copy_friendly_entries'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
