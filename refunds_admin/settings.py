@@ -246,7 +246,14 @@ CELERY_BEAT_SCHEDULE = {
 # before the job fails and waits for a manager.
 POSTING_CHUNK_SIZE = env_int("POSTING_CHUNK_SIZE", 10_000)
 POSTING_STALE_AFTER = env_int("POSTING_STALE_AFTER", 120)
-POSTING_MAX_ATTEMPTS = env_int("POSTING_MAX_ATTEMPTS", 5)
+POSTING_MAX_ATTEMPTS = env_int("POSTING_MAX_ATTEMPTS", 5)  # real errors only, not outages
+# An outage (cashier down or throttling, database or broker unreachable, a worker killed) never
+# uses up attempts: the job waits, backing off from POSTING_BACKOFF_BASE seconds, doubled each
+# time up to POSTING_BACKOFF_MAX, for at most POSTING_OUTAGE_BUDGET seconds; then it fails and
+# the managers are e-mailed.
+POSTING_OUTAGE_BUDGET = env_int("POSTING_OUTAGE_BUDGET", 2 * 3600)
+POSTING_BACKOFF_BASE = float(env("POSTING_BACKOFF_BASE", "5"))
+POSTING_BACKOFF_MAX = float(env("POSTING_BACKOFF_MAX", "300"))
 
 # The operator's cashier (../shared/spec/cashier-api.md). Unset: the app's own ledger is the wallet.
 CASHIER_URL = env("CASHIER_URL", "")
@@ -254,6 +261,8 @@ CASHIER_TOKEN = env("CASHIER_TOKEN", "")
 CASHIER_TIMEOUT = float(env("CASHIER_TIMEOUT", "10"))
 CASHIER_MAX_TRIES = env_int("CASHIER_MAX_TRIES", 8)  # per credit, before the job retries later
 CASHIER_BACKOFF = float(env("CASHIER_BACKOFF", "0.5"))  # seconds, doubled on each try
+CASHIER_CONCURRENCY = env_int("CASHIER_CONCURRENCY", 16)  # requests in flight (keep-alive)
+CASHIER_BATCH = env_int("CASHIER_BATCH", 2000)  # credits read and sent per batch
 
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "refunds-admin@localhost")

@@ -1,27 +1,58 @@
 """A real HTTP server on 127.0.0.1 playing the operator's cashier (../shared/spec/cashier-api.md),
-scripted to misbehave: 500, 429 with Retry-After, time out or drop the connection after
-applying a credit, refuse (409/422/401), and even apply a credit again when a key is resent
-(`ignore_keys`), so only an adapter that never resends blindly ends with each credit once."""
+scripted to misbehave, over HTTP/1.1 keep-alive connections like a real one.
 
+Per key (`script`): "500", "429" (with Retry-After), "409", "422", "401", "drop" (apply, then
+drop the connection before answering), "timeout" (apply, answer too late), "slow" (apply,
+answer late but in time). For every request (`faults`): a seeded random mix of the same, e.g.
+`{"500": 0.05, "429": 0.05, "drop": 0.02, "slow": 0.02}`. `down = True`: every request gets a
+503 (an outage). `ignore_keys=True` even applies a credit again when its key is resent, so only
+an adapter that never resends blindly ends with each credit once.
+
+`python -m tests.fake_cashier --port 0 [--faults 500=0.05,429=0.05]` runs one on its own (the
+benchmark does), printing its URL; `GET /api/_stats` answers the counts.
+"""
+
+import argparse
 import json
+import random
 import threading
 import time
 import urllib.parse
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+STEPS = ("500", "429", "409", "422", "401", "drop", "timeout", "slow")
+
 
 class FakeCashier:
-    def __init__(self, token="cashier-secret", *, ignore_keys=False, slow=1.0):
+    def __init__(
+        self,
+        token="cashier-secret",
+        *,
+        ignore_keys=False,
+        slow=1.0,
+        answer_delay=0.0,
+        faults=None,
+        retry_after="0.3",
+        seed=1,
+        port=0,
+    ):
         self.token = token
         self.ignore_keys = ignore_keys
         self.slow = slow  # seconds a "timeout" answer takes (longer than the client waits)
+        self.answer_delay = answer_delay  # seconds a "slow" answer takes (within the timeout)
+        self.faults = dict(faults or {})  # step -> probability, for every POST
+        self.retry_after = retry_after
+        self.random = random.Random(seed)
+        self.down = False  # True: every request answers 503 (an outage)
         self.applied = {}  # key -> [body, ...]: more than one means applied twice
         self.script = {}  # key -> behaviours for its next POSTs
         self.posts = Counter()
+        self.answers = Counter()  # status (or "drop") -> count
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self.server.daemon_threads = True
+        self.server.request_queue_size = 128
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -36,20 +67,61 @@ class FakeCashier:
     def times_applied(self, key):
         return len(self.applied.get(key, []))
 
+    def duplicates(self):
+        """Credits applied more than once (must stay 0)."""
+        return sum(len(bodies) - 1 for bodies in self.applied.values())
+
+    def total_cents(self, prefix=""):
+        total = 0
+        for bodies in list(self.applied.values()):
+            for body in bodies:
+                if body["reference"].startswith(prefix):
+                    whole, _, frac = body["amount"].partition(".")
+                    total += int(whole) * 100 + int((frac + "00")[:2])
+        return total
+
+    def stats(self):
+        with self.lock:
+            return {
+                "applied": len(self.applied),
+                "duplicates": self.duplicates(),
+                "posts": sum(self.posts.values()),
+                "answers": {str(k): v for k, v in self.answers.items()},
+            }
+
     def _apply(self, key, body):
         with self.lock:
             self.applied.setdefault(key, []).append(body)
             return f"cc-{key}"
 
+    def _next_step(self, key):
+        with self.lock:
+            self.posts[key] += 1
+            steps = self.script.get(key) or []
+            if steps:
+                return steps.pop(0)
+            if self.faults:
+                roll = self.random.random()
+                for step, probability in self.faults.items():
+                    if roll < probability:
+                        return step
+                    roll -= probability
+            return "ok"
+
     def _handler(self):
         cashier = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as the adapter expects
+            disable_nagle_algorithm = True  # headers and body go out as two writes
+
             def log_message(self, *args):
                 pass
 
             def _send(self, status, payload=None, headers=None):
                 data = json.dumps(payload or {}).encode()
+                with cashier.lock:
+                    cashier.answers[status] += 1
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -59,7 +131,7 @@ class FakeCashier:
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up waiting (the "timeout" behaviour)
+                    self.close_connection = True  # the client gave up waiting ("timeout")
 
             def _authorised(self):
                 if self.headers.get("Authorization") != f"Bearer {cashier.token}":
@@ -70,47 +142,98 @@ class FakeCashier:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 key = self.headers["Idempotency-Key"]
-                cashier.posts[key] += 1
+                if cashier.down:
+                    return self._send(503, {"error": "down for maintenance"})
                 if not self._authorised():
                     return
-                with cashier.lock:
-                    steps = cashier.script.get(key) or []
-                    step = steps.pop(0) if steps else "ok"
+                step = cashier._next_step(key)
                 if step == "500":
                     return self._send(500, {"error": "internal"})
                 if step == "429":
-                    return self._send(429, {"error": "slow down"}, {"Retry-After": "0.3"})
+                    return self._send(
+                        429, {"error": "slow down"}, {"Retry-After": cashier.retry_after}
+                    )
                 if step in ("409", "422"):
                     return self._send(int(step), {"error": f"refused ({step})"})
                 if step == "401":
                     return self._send(401, {"error": "token revoked"})
-                known = key in cashier.applied and not cashier.ignore_keys
-                credit_id = f"cc-{key}" if known else cashier._apply(key, body)
+                with cashier.lock:
+                    known = key in cashier.applied and not cashier.ignore_keys
+                    if not known:
+                        cashier.applied.setdefault(key, []).append(body)
+                credit_id = f"cc-{key}"
                 if step == "drop":  # applied, then the connection dies before any answer
+                    with cashier.lock:
+                        cashier.answers["drop"] += 1
                     self.close_connection = True
                     self.connection.close()
                     return
                 if step == "timeout":  # applied, but the answer comes too late
                     time.sleep(cashier.slow)
+                if step == "slow":  # applied, answered late but in time
+                    time.sleep(cashier.answer_delay)
                 self._send(200 if known else 201, {"credit_id": credit_id, "status": "applied"})
 
             def do_GET(self):
+                if cashier.down:
+                    return self._send(503, {"error": "down for maintenance"})
                 if not self._authorised():
                     return
                 parsed = urllib.parse.urlsplit(self.path)
+                if parsed.path == "/api/_stats":
+                    return self._send(200, cashier.stats())
                 if parsed.path.startswith("/api/credits/"):
                     key = urllib.parse.unquote(parsed.path[len("/api/credits/") :])
-                    if key not in cashier.applied:
+                    with cashier.lock:
+                        bodies = cashier.applied.get(key)
+                    if not bodies:
                         return self._send(404, {"error": "unknown key"})
-                    body = cashier.applied[key][0]
-                    return self._send(200, {"credit_id": f"cc-{key}", "status": "applied", **body})
+                    return self._send(
+                        200, {"credit_id": f"cc-{key}", "status": "applied", **bodies[0]}
+                    )
                 prefix = urllib.parse.parse_qs(parsed.query).get("reference_prefix", [""])[0]
-                credits = [
-                    {"key": key, "credit_id": f"cc-{key}", **bodies[0]}
-                    for key, bodies in cashier.applied.items()
-                    for _ in bodies
-                    if bodies[0]["reference"].startswith(prefix)
-                ]
+                with cashier.lock:
+                    credits = [
+                        {"key": key, "credit_id": f"cc-{key}", **body}
+                        for key, bodies in cashier.applied.items()
+                        for body in bodies
+                        if body["reference"].startswith(prefix)
+                    ]
                 self._send(200, {"credits": credits})
 
         return Handler
+
+
+def _parse_faults(text):
+    faults = {}
+    for part in filter(None, (text or "").split(",")):
+        step, _, probability = part.partition("=")
+        if step not in STEPS:
+            raise SystemExit(f"unknown fault {step!r}; one of {', '.join(STEPS)}")
+        faults[step] = float(probability)
+    return faults
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token", default="cashier-secret")
+    parser.add_argument("--faults", default="", help="e.g. 500=0.05,429=0.05,drop=0.01")
+    parser.add_argument("--retry-after", default="0.2")
+    parser.add_argument("--answer-delay", type=float, default=0.05)
+    parser.add_argument("--seconds", type=float, default=600, help="stop after this long")
+    args = parser.parse_args()
+    cashier = FakeCashier(
+        args.token,
+        faults=_parse_faults(args.faults),
+        retry_after=args.retry_after,
+        answer_delay=args.answer_delay,
+        port=args.port,
+    )
+    with cashier:
+        print(cashier.url, flush=True)
+        time.sleep(args.seconds)
+
+
+if __name__ == "__main__":
+    main()

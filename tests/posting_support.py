@@ -59,12 +59,12 @@ def make_approved_proposal(lines=10, *, amounts=None, currency="USD", schedule=T
     fee (the full refund: two credits per line). Entries are e000001, e000002, ... of players
     p000001, p000002, ...
 
-    With `schedule` the approval writes the posting job (the outbox row) and kicks the task when
-    it commits, as in production. Without it the proposal is approved with no posting job at
-    all, as a proposal approved before the outbox existed (the sweeper's case), so that a test
-    decides when and how the posting starts.
+    The approval records the posting order (the wallet this process is configured for). With
+    `schedule` it queues the ledger's task when it commits, as in production (the first run
+    creates the posting job). Without it nothing is queued, as if the broker had been down at
+    approval (the sweeper's case), so that a test decides when and how the posting starts.
     """
-    from refunds_admin.ledger import services as ledger
+    from refunds_admin.proposals import services as proposals
 
     if amounts is None:
         amounts = [(1000, 0, 0, 100)] * lines
@@ -75,7 +75,7 @@ def make_approved_proposal(lines=10, *, amounts=None, currency="USD", schedule=T
     if schedule:
         proposal = approved_proposal(preparer, approver, doc=doc)
     else:
-        with mock.patch.object(ledger, "schedule_posting"):
+        with mock.patch.object(proposals, "queue_posting"):
             proposal = approved_proposal(preparer, approver, doc=doc)
     _check_lines(proposal, amounts)
     return proposal
@@ -117,8 +117,10 @@ def wait_until_posted(proposal, timeout=60.0):
     from refunds_admin.ledger.models import PostingJob
 
     def done():
-        job = PostingJob.objects.get(proposal_id=proposal.pk)
-        return job if job.state in (PostingJob.State.POSTED, PostingJob.State.FAILED) else None
+        job = PostingJob.objects.filter(proposal_id=proposal.pk).first()  # the first run makes it
+        return (
+            job if job and job.state in (PostingJob.State.POSTED, PostingJob.State.FAILED) else None
+        )
 
     return wait_for(done, timeout, message=f"proposal {proposal.pk} to be posted")
 

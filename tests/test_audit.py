@@ -63,7 +63,9 @@ def test_it_writes_one_event_per_state_change_through_the_whole_flow(
     assert sentences[0].startswith("sam_support imported tournament T-1 (10 entries, 4 active")
     assert sentences[4].startswith("Tournament T-1 cancelled: play did not resume within 30")
     assert sentences[7] == f"maria_manager rejected proposal {proposal.pk} — check chips"
-    assert sentences[10] == f"otto_manager approved proposal {v2.pk} (USD 330.00)"
+    assert sentences[10] == (
+        f"otto_manager approved proposal {v2.pk} (USD 330.00), to be paid into the app's own ledger"
+    )
 
 
 def test_it_writes_no_event_when_a_change_is_refused(support):

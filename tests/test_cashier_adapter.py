@@ -81,6 +81,7 @@ def cashier_settings(settings, cashier):
     settings.CASHIER_TIMEOUT = 0.3
     settings.CASHIER_BACKOFF = 0.01
     settings.POSTING_CHUNK_SIZE = 3
+    settings.CASHIER_CONCURRENCY = 4
     return settings
 
 
@@ -121,9 +122,13 @@ def test_it_fails_the_job_on_a_refused_credit_until_a_manager_resumes_it(
     with pytest.raises(services.PostingStopped):
         services.post_proposal(proposal.pk)
     job = PostingJob.objects.get(proposal=proposal)
-    assert job.state == "failed" and "1 refused and need a human" in job.last_error
+    # Stopped at once, with the cashier's own reason.
+    assert job.state == "failed"
+    assert f"cashier refused credit {keys[3]}" in job.last_error
+    assert "(422): refused (422)" in job.last_error
     assert CashierDelivery.objects.get(credit_id=keys[3]).state == "failed"
-    assert job.posted == len(keys) - 1  # only what the cashier confirmed counts as posted
+    # Only what the cashier confirmed counts as posted.
+    assert job.posted == CashierDelivery.objects.filter(state="applied").count() < len(keys)
 
     # The account was fixed at the cashier; a manager resumes the job.
     services.resume_posting(proposal, acting_user=manager)
@@ -139,4 +144,28 @@ def test_it_stops_the_job_when_the_cashier_refuses_our_token(cashier, cashier_se
         services.post_proposal(proposal.pk)
     job = PostingJob.objects.get(proposal=proposal)
     assert job.state == "failed" and "CASHIER_TOKEN" in job.last_error
-    assert sum(cashier.posts.values()) == 1 and cashier.applied == {}
+    assert "(401): bad token" in job.last_error  # the cashier's reason
+    # Nothing new is sent after the refusal: at most the requests already in flight.
+    assert sum(cashier.posts.values()) <= cashier_settings.CASHIER_CONCURRENCY
+    assert cashier.applied == {}
+
+
+def test_it_keeps_other_requests_going_while_one_waits_for_retry_after():
+    with FakeCashier(retry_after="1.0") as fake:
+        fake.script = {"k-slow": ["429"]}
+        wallet = CashierWallet(fake.url, fake.token, timeout=2, backoff=0.01, concurrency=4)
+        items = [("k-slow", BODY)] + [(f"k-{i}", BODY | {"reference": f"r{i}"}) for i in range(40)]
+        finished = {}
+        started = time.monotonic()
+
+        def record(results):
+            for key, outcome in results:
+                assert outcome.applied
+                finished[key] = time.monotonic() - started
+
+        wallet.deliver(items, record=record, flush_every=0.05, batch=1)
+    assert len(finished) == 41 and fake.duplicates() == 0
+    # The 40 others were confirmed while k-slow slept its Retry-After second in its own thread.
+    others = max(t for key, t in finished.items() if key != "k-slow")
+    assert others < 0.9 <= 1.0 <= finished["k-slow"]
+    assert fake.posts["k-slow"] == 2

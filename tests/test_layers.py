@@ -88,20 +88,9 @@ def test_it_scans_the_engine_for_real():
     assert "refunds_admin.payouts.money" in modules and "orjson" in modules
 
 
-# proposals.services schedules posting through ledger.services (the posting outbox row); issue 9
-# moves that row so that the two stop importing each other. Strict: it fails once it passes.
-_PROPOSALS_TO_LEDGER = pytest.mark.xfail(
-    strict=True, reason="proposals -> ledger: the posting outbox row moves in issue 9"
-)
-
-
 @pytest.mark.parametrize(
     "app",
-    [
-        pytest.param(app, marks=_PROPOSALS_TO_LEDGER) if app == "proposals" else app
-        for app in [*LAYERS, *BELOW_ALL]
-        if (PACKAGE / app).is_dir()
-    ],
+    [app for app in [*LAYERS, *BELOW_ALL] if (PACKAGE / app).is_dir()],
 )
 def test_it_never_imports_a_higher_layer(app):
     folder = PACKAGE / app

@@ -73,7 +73,8 @@ def test_it_writes_the_history_with_the_same_names_and_amounts(support, manager)
     total = display(proposal.total_cents, "USD", symbol=False)
     assert total == "USD 1,012.00"  # the prize pool of 1,000 plus four fees of 3 refunded
     assert sentences["proposal.approved"] == (
-        f"{manager.username} approved proposal {proposal.pk} ({total})"
+        f"{manager.username} approved proposal {proposal.pk} ({total}), to be paid into the "
+        "app's own ledger"
     )
 
 

@@ -78,16 +78,30 @@ def test_it_sweeps_only_jobs_left_waiting(
 
     from django.utils import timezone
 
-    from refunds_admin.ledger.services import sweep_unposted
+    from refunds_admin.ledger import services
+    from tests.fake_cashier import FakeCashier
 
     settings.POSTING_STALE_AFTER = 120
     time_machine.move_to(timezone.now(), tick=False)
-    lost = make_approved_proposal(lines=2)  # its kick never reached a worker (test transaction)
+    # Approved, but its task never reached a worker (the test's transaction never commits).
+    lost = make_approved_proposal(lines=2)
+    stale = make_approved_proposal(lines=2)
+    services.schedule_posting(stale)  # a job queued, never started
+    # An outage: its job waits for a backoff of ten minutes.
+    settings.POSTING_BACKOFF_BASE = settings.POSTING_BACKOFF_MAX = 600
+    with FakeCashier() as cashier:
+        settings.CASHIER_URL, settings.CASHIER_TOKEN = cashier.url, cashier.token
+        settings.CASHIER_MAX_TRIES, settings.CASHIER_BACKOFF = 1, 0
+        backing_off = make_approved_proposal(lines=2)
+        cashier.down = True
+        with pytest.raises(services.PostingDelayed):
+            services.post_proposal(backing_off.pk)
+    settings.CASHIER_URL = ""
     time_machine.shift(timedelta(minutes=5))  # ... five minutes ago
-    fresh = make_approved_proposal(lines=2)
-    orphan = make_approved_proposal(lines=2, schedule=False)  # approved, no outbox row at all
+    fresh = make_approved_proposal(lines=2)  # approved a moment ago: its task is on its way
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert sorted(sweep_unposted()) == sorted([lost.pk, orphan.pk])
+        assert sorted(services.sweep_unposted()) == sorted([lost.pk, stale.pk])
     states = dict(PostingJob.objects.values_list("proposal_id", "state"))
-    assert states == {lost.pk: "posted", fresh.pk: "queued", orphan.pk: "posted"}
+    assert states == {lost.pk: "posted", stale.pk: "posted", backing_off.pk: "queued"}
+    assert not PostingJob.objects.filter(proposal=fresh).exists()

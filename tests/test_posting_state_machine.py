@@ -71,7 +71,8 @@ class Posting(RuleBasedStateMachine):
         ] or 0
 
     def posted(self):
-        return PostingJob.objects.get(proposal=self.proposal).state == "posted"
+        job = PostingJob.objects.filter(proposal=self.proposal).first()
+        return job is not None and job.state == "posted"
 
     @rule()
     def post_a_chunk(self):
@@ -104,8 +105,8 @@ class Posting(RuleBasedStateMachine):
         keys, total = self.ledger()
         assert keys <= expected_keys(self.proposal)
         assert total <= self.proposal.total_cents
-        job = PostingJob.objects.get(proposal=self.proposal)
-        assert job.posted_cents <= total
+        job = PostingJob.objects.filter(proposal=self.proposal).first()  # the first run makes it
+        assert job is None or job.posted_cents <= total
 
     def teardown(self):
         if getattr(self, "proposal", None) is None:

@@ -15,6 +15,7 @@ from refunds_admin.payouts import compute_proposal, parse_snapshot
 from refunds_admin.proposals import services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Snapshot, Tournament
+from tests.tampering import triggers_off
 
 from .factories import cancelled_incident, import_doc, open_incident, snapshot_doc
 
@@ -203,11 +204,13 @@ def test_it_replays_a_proposal_and_notices_a_rewritten_line(submitted, capsys):
     call_command("replay_proposal", submitted.pk)
     assert "OK" in capsys.readouterr().out
 
-    # Someone moves a cent from one entry to another directly in the database.
+    # Someone moves a cent from one entry to another directly in the database (a superuser
+    # with the immutability trigger switched off).
     line = submitted.lines.get(position=0)
-    PayoutLine.objects.filter(pk=line.pk).update(
-        chip_equity_cents=line.chip_equity_cents + 1, total_cents=line.total_cents + 1
-    )
+    with triggers_off():
+        PayoutLine.objects.filter(pk=line.pk).update(
+            chip_equity_cents=line.chip_equity_cents + 1, total_cents=line.total_cents + 1
+        )
     result = services.replay_proposal(submitted)
     assert not result.matches
     assert any("line 1 (e1) chip_equity" in d for d in result.differences)

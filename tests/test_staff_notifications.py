@@ -84,9 +84,10 @@ def test_it_tells_the_preparer_of_an_approval_and_of_a_rejection_with_its_reason
 def test_it_mails_the_managers_when_posting_fails(
     support, manager, other_manager, staff_emails, settings
 ):
-    proposal = approved_proposal(support, manager)
     with FakeCashier() as cashier:
+        # Approved to be paid at the cashier (the wallet is recorded at approval).
         settings.CASHIER_URL, settings.CASHIER_TOKEN = cashier.url, "revoked"
+        proposal = approved_proposal(support, manager)
         with pytest.raises(ledger.PostingStopped):
             ledger.post_proposal(proposal.pk)
     staff.dispatch_events()

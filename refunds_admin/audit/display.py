@@ -39,6 +39,15 @@ def _money(after):
     return ""
 
 
+def _wallet(after):
+    """Where the approval said the money goes (recorded with it since issue 9)."""
+    if after.get("wallet") == "cashier":
+        return f", to be paid at the cashier {after.get('wallet_identity', '')}"
+    if after.get("wallet") == "ledger":
+        return ", to be paid into the app's own ledger"
+    return ""
+
+
 def _snapshot_imported(e, before, after):
     if before:
         return (
@@ -112,7 +121,7 @@ SENTENCES = {
         f"{e.actor_name} submitted proposal {e.object_id} for approval"
     ),
     "proposal.approved": lambda e, b, a: (
-        f"{e.actor_name} approved proposal {e.object_id}{_money(a)}"
+        f"{e.actor_name} approved proposal {e.object_id}{_money(a)}{_wallet(a)}"
     ),
     "proposal.rejected": lambda e, b, a: f"{e.actor_name} rejected proposal {e.object_id}",
     "proposal.withdrawn": lambda e, b, a: (

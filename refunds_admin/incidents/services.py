@@ -256,8 +256,14 @@ def _follow_new_snapshot(snapshot: Snapshot, acting_user: User | None) -> Snapsh
 
 
 def _locked(incident: Incident) -> Incident:
-    """The incident re-read under a row lock, so that decisions use its committed state."""
-    return Incident.objects.select_for_update().select_related("tournament").get(pk=incident.pk)
+    """The incident re-read under a row lock, so that decisions use its committed state. Its
+    tournament is locked first: the one lock order is tournament -> incident -> proposal -> job."""
+    Tournament.objects.select_for_update().filter(pk=incident.tournament_id).first()
+    return (
+        Incident.objects.select_for_update(of=("self",))
+        .select_related("tournament")
+        .get(pk=incident.pk)
+    )
 
 
 def _sync(incident: Incident) -> Incident:

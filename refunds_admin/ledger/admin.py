@@ -25,8 +25,11 @@ class PostingJobAdmin(ReadOnlyAdmin):
         "posted_cents",
         "total_cents",
         "attempts",
+        "wallet",
+        "wallet_identity",
+        "outage_since",
     ]
-    list_filter = ["state"]
+    list_filter = ["state", "wallet"]
 
 
 @admin.register(CashierDelivery)

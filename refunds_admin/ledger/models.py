@@ -6,6 +6,8 @@ anything that changes over time -- the job's progress, a credit's delivery to th
 lives in its own table.
 """
 
+from urllib.parse import quote, unquote
+
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -29,14 +31,29 @@ COMPONENT_FIELDS = [
 ]
 
 
-def credit_key(proposal_id, entry_id, component):
-    """The credit's identity, also its Idempotency-Key at the cashier.
+def key_part(text: str) -> str:
+    """An id as it appears in a credit key: percent-encoded UTF-8 (RFC 3986), unreserved
+    characters (A-Z a-z 0-9 - . _ ~) left as they are. Lossless (`unquote` gives the id back),
+    printable ASCII (fit for an HTTP header), and the same for the same id on every retry.
+    The SQL writer builds the same text with ledger_key_part() (migration 0005)."""
+    return quote(text, safe="")
+
+
+def credit_key(proposal_id: int, entry_id: str, component: str) -> str:
+    """The credit's identity, also its Idempotency-Key at the cashier (docs/posting.md, "Credit
+    keys"): `proposal-<id>/<entry id, percent-encoded>/<component>`.
 
     One key per entry *and component* (not per entry with components summed): each credit then
     matches one line of the player's statement, and the key never depends on how the other
     components of the entry were computed, so it is the same on every retry.
     """
-    return f"proposal-{proposal_id}/{entry_id}/{component}"
+    return f"proposal-{proposal_id}/{key_part(entry_id)}/{component}"
+
+
+def parse_credit_key(key: str) -> tuple[int, str, str]:
+    """(proposal id, entry id, component) back from a key: the round trip of credit_key."""
+    head, encoded, component = key.split("/")
+    return int(head.removeprefix("proposal-")), unquote(encoded, errors="strict"), component
 
 
 class Credit(models.Model):
@@ -97,6 +114,12 @@ class PostingJob(models.Model):
         "proposals.PayoutProposal", on_delete=models.PROTECT, related_name="posting_job"
     )
     state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    wallet = models.CharField(
+        max_length=10, help_text="'ledger' or 'cashier': copied from the approval's posting order."
+    )
+    wallet_identity = models.CharField(
+        max_length=500, blank=True, help_text="The cashier's base URL at approval ('' = ledger)."
+    )
     total = models.PositiveIntegerField(help_text="Credits to post (non-zero components).")
     total_cents = models.BigIntegerField()
     lines_digest = models.CharField(
@@ -107,8 +130,26 @@ class PostingJob(models.Model):
     posted_through = models.IntegerField(
         default=-1, help_text="Position of the last line whose credits are all posted."
     )
-    attempts = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(
+        default=0, help_text="Runs that ended in a real error (not a crash, nor an outage)."
+    )
     last_error = models.TextField(blank=True)
+    # Outages (cashier down or throttling, database or broker unreachable, a worker killed) wait
+    # and retry without using up attempts, until the outage budget is spent.
+    outage_since = models.DateTimeField(
+        null=True, blank=True, help_text="Start of the current outage; None when healthy."
+    )
+    outage_retries = models.PositiveIntegerField(
+        default=0, help_text="Consecutive runs stopped by the current outage (sets the backoff)."
+    )
+    retry_at = models.DateTimeField(
+        null=True, blank=True, help_text="Not before then: the backoff of the current outage."
+    )
+    alerted_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the managers were alerted that the outage outlasted the budget.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     queued_at = models.DateTimeField(default=timezone.now, help_text="Last time it was queued.")
     started_at = models.DateTimeField(null=True, blank=True)
@@ -123,6 +164,15 @@ class PostingJob(models.Model):
                 & Q(posted_cents__lte=models.F("total_cents")),
                 name="posting_never_exceeds_approved",
             ),
+            models.CheckConstraint(
+                condition=Q(wallet="ledger", wallet_identity="")
+                | (Q(wallet="cashier") & ~Q(wallet_identity="")),
+                name="posting_job_names_its_wallet",
+            ),
+            # A failed job always says why.
+            models.CheckConstraint(
+                condition=~Q(state="failed") | ~Q(last_error=""), name="failed_job_says_why"
+            ),
         ]
 
     def __str__(self):
@@ -130,9 +180,11 @@ class PostingJob(models.Model):
 
 
 class CashierDelivery(models.Model):
-    """Where one credit stands at the operator's cashier (only when CASHIER_URL is set).
+    """Where one credit stands at the operator's cashier (jobs whose wallet is the cashier).
 
-    A credit counts as posted only once the cashier confirmed it (state `applied`).
+    A credit counts as posted only once the cashier confirmed it (state `applied`). Deliveries
+    only move forward: a refused one may later be applied (after a manager's resume), an applied
+    one never changes, and none is ever deleted (PostgreSQL triggers, migration 0005).
     """
 
     class State(models.TextChoices):

@@ -17,18 +17,24 @@ BUSY_RETRIES = 40
 def post_proposal(self, proposal_id):
     """Post an approved proposal's credits. Safe to run twice, or on two workers at once.
 
-    Errors a retry may fix are retried with exponential backoff; the job counts its attempts and
-    fails (waiting for a manager's resume) after POSTING_MAX_ATTEMPTS. A worker killed mid-run
-    leaves its message unacknowledged (acks_late) and its job without heartbeat: the message is
-    redelivered or the sweeper queues the job again, and the run continues where it stopped.
+    An outage (PostingDelayed) is retried after the job's own backoff and never uses up an
+    attempt; a real error is retried with exponential backoff and counts as one of the job's
+    POSTING_MAX_ATTEMPTS. A worker killed mid-run leaves its message unacknowledged (acks_late)
+    and its job without heartbeat: the message is redelivered or the sweeper queues the job
+    again, and the run continues where it stopped. A process not configured for the job's
+    wallet leaves it alone ("refused"): the sweeper offers it to the other workers later.
     """
     try:
         state = services.post_proposal(proposal_id)
     except services.PostingStopped as exc:
         log.error("posting of proposal %s stopped: %s", proposal_id, exc)
         return "failed"
+    except services.PostingDelayed as exc:
+        if self.request.is_eager:
+            return "waiting"  # in-process: nothing to wait in; the sweeper or a resume retries
+        raise self.retry(countdown=exc.countdown) from exc
     except Exception as exc:
-        # The job counts its attempts: the run after the last one allowed marks it failed.
+        # The job counts its attempts: the run that uses the last one marks it failed.
         if self.request.is_eager:
             # In-process (no REDIS_URL): nothing to wait in, try again right away.
             return self.apply(args=(proposal_id,), retries=self.request.retries + 1).get()

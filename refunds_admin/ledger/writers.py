@@ -90,7 +90,8 @@ WITH chunk AS (
     WHERE proposal_id = %(proposal)s AND position > %(after)s
     ORDER BY position LIMIT %(size)s
 ), credits AS (
-    SELECT 'proposal-' || %(proposal)s::text || '/' || c.entry_id || '/' || v.component AS key,
+    SELECT 'proposal-' || %(proposal)s::text || '/' || ledger_key_part(c.entry_id) || '/'
+           || v.component AS key,
            c.entry_id, c.player_id, v.component, v.amount
     FROM chunk c CROSS JOIN LATERAL (VALUES {_VALUES}) AS v(component, amount)
     WHERE v.amount > 0
@@ -160,16 +161,3 @@ def book_chunk(proposal, after_position, size):
     already = Credit.objects.filter(key__in=keys).count() if keys else 0
     Credit.objects.bulk_create(credits, ignore_conflicts=True, batch_size=500)
     return lines[-1][0], len(credits), sum(c.amount_cents for c in credits), len(credits) - already
-
-
-def chunk_keys(proposal, after_position, through):
-    """The credit keys of the lines in (after_position, through]: what the cashier must get."""
-    lines = PayoutLine.objects.filter(
-        proposal_id=proposal.pk, position__gt=after_position, position__lte=through
-    ).values_list("entry_id", *_AMOUNT_FIELDS)
-    return [
-        credit_key(proposal.pk, entry_id, component)
-        for entry_id, *amounts in lines
-        for (component, _), amount in zip(COMPONENT_FIELDS, amounts, strict=True)
-        if amount > 0
-    ]

@@ -225,12 +225,22 @@ def check_stuck_postings(*, now=None):
         | Q(state=State.RUNNING, heartbeat_at__lte=cutoff)
         | Q(state=State.RUNNING, heartbeat_at__isnull=True, queued_at__lte=cutoff)
     ).select_related("proposal__incident__tournament")
+    # Approved, and no run has picked the posting order up yet (the first run creates the job).
+    never_started = PayoutProposal.objects.filter(
+        status=PayoutProposal.Status.APPROVED, posting_job=None, approved_at__lte=cutoff
+    ).select_related("incident__tournament")
+    waiting = [
+        (job.proposal, job.state, job.posted, job.total, job.heartbeat_at or job.queued_at,
+         f"posting-{job.pk}-stuck-{job.attempts}")
+        for job in stuck
+    ] + [
+        (p, "queued", 0, p.lines_count, p.approved_at, f"posting-order-{p.pk}-stuck")
+        for p in never_started
+    ]  # fmt: skip
     reported = []
     managers = _wanting(_managers(), StaffKind.POSTING)
-    for job in stuck:
-        t = job.proposal.incident.tournament
-        since = job.heartbeat_at or job.queued_at
-        reference = f"posting-{job.pk}-stuck-{job.attempts}"
+    for proposal, state, posted, total, since, reference in waiting:
+        t = proposal.incident.tournament
         if StaffNotification.objects.filter(kind=StaffKind.POSTING, reference=reference).exists():
             continue  # told already (the unique key also stops a concurrent sweep)
         StaffNotification.objects.bulk_create(
@@ -242,18 +252,18 @@ def check_stuck_postings(*, now=None):
                     email=user.email,
                     subject=f"Posting stuck: {t.external_id} refunds",
                     body=(
-                        f"Posting proposal {job.proposal_id} for {t.external_id} is {job.state} "
-                        f"with {job.posted:,} of {job.total:,} credits posted and no progress "
+                        f"Posting proposal {proposal.pk} for {t.external_id} is {state} "
+                        f"with {posted:,} of {total:,} credits posted and no progress "
                         f"since {since:%Y-%m-%d %H:%M} UTC. The sweeper queues it again; if it "
                         "stays stuck, check the workers and the cashier.\n\n"
-                        f"{_link('proposal_posting', job.proposal_id)}\n"
+                        f"{_link('proposal_posting', proposal.pk)}\n"
                     ),
                 )
                 for user in managers
             ],
             ignore_conflicts=True,
         )
-        reported.append(job.proposal_id)
+        reported.append(proposal.pk)
     return reported
 
 

@@ -280,6 +280,8 @@ def _parse_snapshot(doc: object) -> Snapshot:
                     f"is {chips_in_play:,} but the active entries hold {active_chips:,} chips "
                     "(an entry is missing or a chip count is wrong)",
                 )
+    if tournament is not None and entries is not None:
+        _check_storable(tournament, entries, problems)
     problems.raise_if_any()
     # Without problems, both were read (a missing one is a problem).
     assert tournament is not None and entries is not None
@@ -313,6 +315,37 @@ def _parse_emails(raw: object, problems: _Problems) -> dict[str, str]:
         elif isinstance(e.get("entry_id"), str):
             emails[e["entry_id"]] = value
     return emails
+
+
+# The database stores cents and chips as 64-bit integers (PostgreSQL bigint). Every amount a
+# proposal can hold (a line, a component, the proposal's total) is at most the money the
+# snapshot names: the entries' buy-ins, fees and prizes awarded, plus the prize table.
+DB_MAX_INTEGER = 2**63 - 1
+
+
+def _check_storable(tournament: dict[str, Any], entries: EntryColumns, problems: _Problems) -> None:
+    """Refuse, with a reason, a snapshot whose money or chips the database could not store, so
+    that preparing a proposal from it never fails on an integer overflow."""
+    pool = (
+        sum(filter(None, entries.buy_in_paid))
+        + sum(filter(None, entries.fee_paid))
+        + sum(filter(None, entries.prize_awarded))
+        + sum(tournament["place_amounts"] or ())
+    )
+    if pool > DB_MAX_INTEGER:
+        problems.add(
+            "entries",
+            f"the buy-ins, fees and prizes add up to {pool:,} cents, more than the "
+            f"{DB_MAX_INTEGER:,} cents a proposal can store; split the tournament or check "
+            "the amounts",
+        )
+    chips = sum(c for c in entries.chips if isinstance(c, int))
+    if chips > DB_MAX_INTEGER:
+        problems.add(
+            "entries",
+            f"the entries hold {chips:,} chips in all, more than the {DB_MAX_INTEGER:,} "
+            "the database can store",
+        )
 
 
 def _object(
@@ -349,6 +382,28 @@ def _string(
     if nonempty and not value.strip():
         problems.add(path, "must not be empty")
         return None
+    return value
+
+
+# Control characters (Unicode category Cc: C0, DEL, C1). An id is sent to the cashier inside
+# the credit's Idempotency-Key header (percent-encoded, docs/posting.md): every other character
+# is encoded losslessly, but a CR/LF in an id is a header injection waiting to happen, and no
+# real id holds one.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _identifier(obj: dict[str, Any], key: str, path: str, problems: _Problems) -> str | None:
+    """A required, non-empty id string without control characters."""
+    value = _string(obj, key, path, problems, required=True, nonempty=True)
+    if value is not None:
+        found = _CONTROL.search(value)
+        if found:
+            problems.add(
+                path,
+                f"must not contain control characters (U+{ord(found.group()):04X} at position "
+                f"{found.start() + 1})",
+            )
+            return None
     return value
 
 
@@ -569,12 +624,8 @@ def _parse_entries_one_by_one(
             if not isinstance(entry_id, str) or not entry_id
             else f"entries[{i}] ({entry_id})"
         )
-        entry_id = _string(
-            e, "entry_id", f"{label}.entry_id", problems, required=True, nonempty=True
-        )
-        player_id = _string(
-            e, "player_id", f"{label}.player_id", problems, required=True, nonempty=True
-        )
+        entry_id = _identifier(e, "entry_id", f"{label}.entry_id", problems)
+        player_id = _identifier(e, "player_id", f"{label}.player_id", problems)
         screen_name = (
             _string(e, "screen_name", f"{label}.screen_name", problems, required=False) or ""
         )
@@ -708,6 +759,8 @@ def _parse_entries_in_bulk(
     for col in (ids, players):
         if set(map(type, col)) != {str} or not all(map(str.strip, col)):
             return None
+        if any(map(_CONTROL.search, col)):
+            return None  # the entry-by-entry path names the id and the character
     if len(set(ids)) != n or set(map(type, screens)) != {str}:
         return None
     if not set(statuses) <= {ACTIVE, ELIMINATED}:

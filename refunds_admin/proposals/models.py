@@ -51,6 +51,21 @@ class PayoutProposal(models.Model):
     )
     approved_at = models.DateTimeField(null=True, blank=True)
     approved_fingerprint = models.CharField(max_length=64, blank=True)
+    # The posting order, written with the approval (the outbox row of the cashier adapter, see
+    # docs/posting.md): the wallet the approved money goes to and that wallet's identity, taken
+    # from the approving process's settings. The ledger posts only there, and a process
+    # configured for another wallet refuses to touch the job.
+    wallet = models.CharField(
+        max_length=10,
+        choices=[("ledger", "The app's own ledger"), ("cashier", "The operator's cashier")],
+        blank=True,
+        help_text="Where the approved credits are posted: 'ledger' or 'cashier'.",
+    )
+    wallet_identity = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="The cashier's base URL (CASHIER_URL) at approval; empty for the ledger.",
+    )
     rejected_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -92,6 +107,13 @@ class PayoutProposal(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(total_cents__gte=0), name="proposal_total_not_negative"
+            ),
+            # An approved proposal names the wallet it is paid into (and a cashier its URL).
+            models.CheckConstraint(
+                condition=~Q(status__in=["approved", "posting", "posted", "failed"])
+                | Q(wallet="ledger", wallet_identity="")
+                | (Q(wallet="cashier") & ~Q(wallet_identity="")),
+                name="approved_proposal_names_its_wallet",
             ),
         ]
 

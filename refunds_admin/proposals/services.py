@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from functools import partial
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -29,7 +30,6 @@ from refunds_admin.bulk import copy_into_partition, insert_rows
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.incidents.models import Incident
 from refunds_admin.incidents.services import rule_sentence
-from refunds_admin.ledger import services as ledger
 from refunds_admin.payouts import (
     Proposal,
     Snapshot,
@@ -46,6 +46,7 @@ from refunds_admin.tournaments.services import engine_snapshot
 
 from . import figures as proposal_figures
 from .models import PayoutLine, PayoutProposal
+from .posting import configured_wallet, queue_posting
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -169,13 +170,14 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     """Compute the proposal for a cancelled incident from the tournament's current snapshot and
     store it as a draft (replacing a live draft or submitted one; see the module docstring)."""
     require_role(acting_user, CAN_PREPARE, "prepare proposals")
+    # Locks in the one order used everywhere: tournament -> incident -> proposal -> job.
+    tournament = Tournament.objects.select_for_update().get(pk=incident.tournament_id)
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     if incident.status != Incident.Status.CANCELLED:
         raise Refused(
             f"Incident {incident.pk} is {incident.get_status_display().lower()}: a proposal is "
             "prepared only once the tournament is cancelled."
         )
-    tournament = Tournament.objects.select_for_update().get(pk=incident.tournament_id)
     if tournament.frozen_at is not None:
         raise Refused(
             f"Tournament {tournament.external_id} is frozen: a proposal was already approved."
@@ -218,7 +220,9 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     before = None
     if live is not None:
         before = _facts(live)
-        # Replace in place: the row keeps its id and version; _insert_lines replaces the lines.
+        # Replace in place: the row keeps its id and version, and goes back to draft *first*
+        # (the lines of a submitted proposal are immutable: a trigger refuses any change);
+        # _insert_lines then replaces the lines.
         for name, value in fields.items():
             setattr(live, name, value)
         live.save()
@@ -270,8 +274,11 @@ def _figures(result: Proposal, parsed: Snapshot, snapshot: SnapshotRow) -> dict[
 
 
 def _locked(proposal: PayoutProposal) -> PayoutProposal:
+    """The proposal re-read under its row lock only (`of=self`: locking the joined incident and
+    tournament rows here too would take them after the proposal, against the one lock order
+    tournament -> incident -> proposal -> job, and deadlock with prepare or approve)."""
     return (
-        PayoutProposal.objects.select_for_update()
+        PayoutProposal.objects.select_for_update(of=("self",))
         .select_related("incident", "incident__tournament")
         .get(pk=proposal.pk)
     )
@@ -321,6 +328,9 @@ def approve_proposal(
     quoting the fingerprint they saw. Freezes the tournament's snapshot and schedules posting in
     the same transaction (the posting job starts only after commit)."""
     require_role(acting_user, CAN_DECIDE, "approve proposals")
+    # Locks in the one order used everywhere: tournament -> incident -> proposal -> job.
+    tournament = Tournament.objects.select_for_update().get(pk=proposal.incident.tournament_id)
+    Incident.objects.select_for_update().filter(pk=proposal.incident_id).first()
     fresh = _locked(proposal)
     if acting_user.pk in (fresh.prepared_by_id, fresh.submitted_by_id):
         raise PermissionDenied(
@@ -334,9 +344,11 @@ def approve_proposal(
             f"{fresh.fingerprint[:12]}…, you quoted {(fingerprint or '')[:12] or 'none'}. "
             "Review it again."
         )
-    tournament = Tournament.objects.select_for_update().get(pk=fresh.incident.tournament_id)
+    tournament.refresh_from_db()
     _refuse_if_stale(fresh, fresh.incident, tournament, "approved")
     now = timezone.now()
+    # The posting order: the wallet this approval pays into, as this process is configured.
+    wallet, wallet_identity = configured_wallet()
     changed = PayoutProposal.objects.filter(
         pk=fresh.pk, status=Status.SUBMITTED, fingerprint=fresh.fingerprint
     ).update(
@@ -344,6 +356,8 @@ def approve_proposal(
         approved_by=acting_user,
         approved_at=now,
         approved_fingerprint=fresh.fingerprint,
+        wallet=wallet,
+        wallet_identity=wallet_identity,
     )
     if not changed:
         raise Refused(f"Proposal {fresh.pk} was decided at the same time; reload it.")
@@ -360,6 +374,8 @@ def approve_proposal(
             "fingerprint": fresh.fingerprint,
             "total": fresh.total_cents,
             "currency": fresh.currency,
+            "wallet": wallet,
+            "wallet_identity": wallet_identity,
         },
         # The players this approval credits, so that the history can be searched by player.
         player_ids=dict.fromkeys(
@@ -370,8 +386,10 @@ def approve_proposal(
         ),
     )
     proposal = _sync(proposal)
-    # The transactional outbox: the posting is recorded in this transaction, queued after commit.
-    ledger.schedule_posting(proposal, actor=acting_user)
+    # The transactional outbox: the order to pay is this approved row (wallet included); the
+    # ledger's task is queued by name once it has committed, and the ledger's sweeper queues
+    # it again if the broker was down.
+    transaction.on_commit(partial(queue_posting, proposal.pk))
     return proposal
 
 

@@ -1,4 +1,5 @@
-"""python manage.py reconcile: approved totals against the ledger (and the cashier, if any)."""
+"""python manage.py reconcile: approved totals against the ledger, and against the cashier each
+proposal was paid into (whatever this process's own CASHIER_URL says)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -24,6 +25,11 @@ class Command(BaseCommand):
                 f"{mark} proposal {row['proposal']} ({row['status']}): approved "
                 f"{_money(row['approved_cents'], row['currency'])}, ledger "
                 f"{_money(row['booked_cents'], row['currency'])} in {row['booked_credits']} credits"
+                + (
+                    f", paid into the cashier at {row['wallet_identity']}"
+                    if row["wallet"] == "cashier"
+                    else ""
+                )
                 + (
                     f", cashier {_money(row['cashier_cents'], row['currency'])}"
                     if row["cashier_cents"] is not None

@@ -1,0 +1,60 @@
+"""Credit keys for every id, and append-only everywhere money is recorded (PostgreSQL).
+
+- ledger_key_part(text): the percent-encoding of ledger.models.key_part() in SQL (UTF-8, RFC
+  3986 unreserved characters left as they are, upper-case hex), so the one-statement chunk
+  writer builds the very keys Python builds. Plain ids (the common case) skip the encoding.
+- TRUNCATE is refused on credits (UPDATE and DELETE already are, migration 0002).
+- Cashier deliveries only move forward: an applied delivery never changes, none is deleted,
+  the table is never truncated.
+"""
+
+from django.db import migrations
+
+from refunds_admin.bulk import postgres_only
+
+FORBID = r"""
+CREATE FUNCTION ledger_key_part(t text) RETURNS text AS $$
+    SELECT CASE WHEN t ~ '^[A-Za-z0-9._~-]*$' THEN t ELSE (
+        SELECT string_agg(
+            CASE WHEN ch ~ '^[A-Za-z0-9._~-]$' THEN ch
+                 ELSE upper(regexp_replace(encode(convert_to(ch, 'UTF8'), 'hex'),
+                                           '(..)', '%\1', 'g'))
+            END, '' ORDER BY n)
+        FROM regexp_split_to_table(t, '') WITH ORDINALITY AS s(ch, n))
+    END
+$$ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TRIGGER ledger_credit_no_truncate BEFORE TRUNCATE ON ledger_credit
+    FOR EACH STATEMENT EXECUTE FUNCTION refunds_forbid_change();
+
+CREATE FUNCTION ledger_delivery_forward_only() RETURNS trigger AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RAISE EXCEPTION 'ledger_cashierdelivery is append-only: DELETE of % refused',
+            OLD.credit_id USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF OLD.state = 'applied' OR NEW.credit_id <> OLD.credit_id THEN
+        RAISE EXCEPTION 'ledger_cashierdelivery: % was applied by the cashier and never changes',
+            OLD.credit_id USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN NEW;
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER ledger_delivery_forward_only BEFORE UPDATE OR DELETE ON ledger_cashierdelivery
+    FOR EACH ROW EXECUTE FUNCTION ledger_delivery_forward_only();
+CREATE TRIGGER ledger_delivery_no_truncate BEFORE TRUNCATE ON ledger_cashierdelivery
+    FOR EACH STATEMENT EXECUTE FUNCTION refunds_forbid_change();
+"""
+
+ALLOW = """
+DROP TRIGGER IF EXISTS ledger_delivery_no_truncate ON ledger_cashierdelivery;
+DROP TRIGGER IF EXISTS ledger_delivery_forward_only ON ledger_cashierdelivery;
+DROP FUNCTION IF EXISTS ledger_delivery_forward_only();
+DROP TRIGGER IF EXISTS ledger_credit_no_truncate ON ledger_credit;
+DROP FUNCTION IF EXISTS ledger_key_part(text);
+"""
+
+
+class Migration(migrations.Migration):
+    dependencies = [("ledger", "0004_job_wallet_and_outage")]
+    operations = [migrations.RunPython(postgres_only(FORBID), postgres_only(ALLOW))]

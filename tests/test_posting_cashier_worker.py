@@ -1,0 +1,138 @@
+"""Posted means paid, with real Celery workers on Redis and PostgreSQL and a real HTTP cashier
+on 127.0.0.1 that answers 5xx, 429 with Retry-After, drops connections after applying, answers
+slowly: workers SIGKILLed again and again, a worker without CASHIER_URL, a long outage."""
+
+from datetime import timedelta
+
+import pytest
+from django.db.models import Count
+
+from refunds_admin.ledger import services
+from refunds_admin.ledger.models import CashierDelivery, Credit, PostingJob
+from refunds_admin.proposals.models import PayoutProposal
+from tests.fake_cashier import FakeCashier
+from tests.posting_support import expected_keys, make_approved_proposal, wait_for, wait_until_posted
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+
+@pytest.fixture
+def cashier(settings):
+    faults = {"500": 0.04, "429": 0.04, "drop": 0.02, "slow": 0.04}
+    with FakeCashier(faults=faults, answer_delay=0.05, retry_after="0.1", seed=9) as fake:
+        # The approving process (this one) is configured for it: approvals record it.
+        settings.CASHIER_URL = fake.url
+        settings.CASHIER_TOKEN = fake.token
+        yield fake
+
+
+def _worker_env(cashier, **extra):
+    return {
+        "CASHIER_URL": cashier.url,
+        "CASHIER_TOKEN": cashier.token,
+        "CASHIER_TIMEOUT": "1",
+        "CASHIER_BACKOFF": "0.02",
+        "CASHIER_MAX_TRIES": "4",
+        "CASHIER_CONCURRENCY": "4",
+        "CASHIER_BATCH": "100",
+        "POSTING_CHUNK_SIZE": "300",
+        "POSTING_BACKOFF_BASE": "0.2",
+        "POSTING_BACKOFF_MAX": "1",
+        # Crashes and outages must never use attempts: one attempt is all a job gets here.
+        "POSTING_MAX_ATTEMPTS": "1",
+    } | extra
+
+
+def _job(proposal):
+    return PostingJob.objects.filter(proposal=proposal).first()
+
+
+def _confirmed(proposal):
+    return CashierDelivery.objects.filter(credit__proposal=proposal, state="applied").count()
+
+
+def assert_paid_exactly_once(proposal, cashier):
+    proposal.refresh_from_db()
+    assert proposal.status == PayoutProposal.Status.POSTED
+    keys = expected_keys(proposal)
+    booked = Credit.objects.filter(proposal=proposal)
+    assert set(booked.values_list("key", flat=True)) == keys
+    assert not booked.values("key").annotate(n=Count("key")).filter(n__gt=1).exists()
+    # The cashier holds each credit once and exactly the approved total.
+    assert set(cashier.applied) == keys and cashier.duplicates() == 0
+    assert cashier.total_cents(f"proposal {proposal.pk} ") == proposal.total_cents
+    assert _confirmed(proposal) == len(keys)
+    [row] = services.reconcile([proposal.pk])
+    assert row["ok"], row["problems"]
+
+
+def test_it_pays_every_credit_once_while_workers_are_killed_repeatedly(
+    celery_worker_process, cashier
+):
+    env = _worker_env(cashier)
+    worker = celery_worker_process.start(**env)
+    proposal = make_approved_proposal(lines=1_500)  # 3,000 credits; queued on commit
+    confirmed = 0
+    for kill in range(4):
+        # Let it pay some more, then SIGKILL the whole worker mid-delivery.
+        confirmed = wait_for(
+            lambda c=confirmed: (lambda n: n if n > c + 150 else None)(_confirmed(proposal)),
+            timeout=60,
+            message=f"progress before kill {kill + 1}",
+        )
+        assert _job(proposal).state == "running"
+        celery_worker_process.kill(worker)
+        worker = celery_worker_process.start(**env)
+        # The killed run's message is not redelivered before the visibility timeout: the
+        # sweeper finds the job without heartbeat and queues it again.
+        wait_for(
+            lambda: services.sweep_unposted(stale_after=timedelta(0)),
+            timeout=30,
+            message="the sweeper to queue the job again",
+        )
+    job = wait_until_posted(proposal, timeout=120)
+    assert job.state == "posted", job.last_error
+    assert job.attempts == 0  # four crashes, and still every attempt left
+    assert_paid_exactly_once(proposal, cashier)
+    assert cashier.answers[500] and cashier.answers[429] and cashier.answers["drop"]
+
+
+def test_it_leaves_the_job_to_a_worker_configured_for_its_cashier(celery_worker_process, cashier):
+    # A worker with an incomplete environment gets the task first.
+    bare = celery_worker_process.start(**_worker_env(cashier, CASHIER_URL=""))
+    proposal = make_approved_proposal(lines=50)
+    job = wait_for(
+        lambda: (lambda j: j if j and "has no CASHIER_URL" in j.last_error else None)(
+            _job(proposal)
+        ),
+        message="the worker to refuse the job",
+    )
+    assert job.state == "queued" and job.posted == 0
+    assert PayoutProposal.objects.get(pk=proposal.pk).status == "approved"
+    assert cashier.applied == {} and not Credit.objects.filter(proposal=proposal).exists()
+
+    celery_worker_process.kill(bare)
+    celery_worker_process.start(**_worker_env(cashier))
+    assert services.sweep_unposted(stale_after=timedelta(0)) == [proposal.pk]
+    job = wait_until_posted(proposal)
+    assert job.state == "posted", job.last_error
+    assert_paid_exactly_once(proposal, cashier)
+
+
+def test_it_survives_a_cashier_outage_longer_than_its_attempts(celery_worker_process, cashier):
+    cashier.down = True
+    celery_worker_process.start(**_worker_env(cashier, CASHIER_MAX_TRIES="2"))
+    proposal = make_approved_proposal(lines=100)
+    # Many more runs stopped by the outage than POSTING_MAX_ATTEMPTS (1) would have allowed.
+    job = wait_for(
+        lambda: (lambda j: j if j and j.outage_retries >= 4 else None)(_job(proposal)),
+        timeout=60,
+        message="four runs stopped by the outage",
+    )
+    assert job.attempts == 0 and job.state in ("queued", "running")
+    assert "waiting for the wallet" in job.last_error or job.state == "running"
+    cashier.down = False
+    job = wait_until_posted(proposal, timeout=60)
+    assert job.state == "posted", job.last_error
+    assert job.attempts == 0 and job.outage_since is None
+    assert_paid_exactly_once(proposal, cashier)
