@@ -31,6 +31,7 @@ from refunds_admin.errors import Refused
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages.models import Outage
 from refunds_admin.outages.services import incidents_of
+from refunds_admin.tournaments.models import Tournament
 
 from . import services
 from .models import OutagePrepareResult, OutagePrepareRun, PayoutProposal
@@ -376,8 +377,26 @@ def approve_batch(outage, *, seen, fingerprint, acting_user):
             "batch again.",
             problems=[("fingerprint", "does not match the proposals listed")],
         )
-    # Locked in id order: two managers approving overlapping batches queue behind each other
-    # on the first proposal they share, and never deadlock.
+    # The one lock order (tournament -> incident -> proposal), each kind in id order: two
+    # managers approving overlapping batches queue behind each other on the first tournament
+    # they share, and neither deadlocks with a prepare or a single approval.
+    keys = list(
+        PayoutProposal.objects.filter(pk__in=list(seen)).values_list(
+            "incident_id", "incident__tournament_id"
+        )
+    )
+    list(
+        Tournament.objects.select_for_update()
+        .filter(pk__in={t for _, t in keys})
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    list(
+        Incident.objects.select_for_update()
+        .filter(pk__in={i for i, _ in keys})
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
     locked = list(
         PayoutProposal.objects.select_for_update(of=("self",))
         .filter(pk__in=list(seen))

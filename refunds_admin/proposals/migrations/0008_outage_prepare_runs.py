@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('incidents', '0001_initial'),
         ('outages', '0001_outage_and_members'),
-        ('proposals', '0005_lines_partitioned_per_proposal'),
+        ('proposals', '0007_submitted_lines_immutable'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
