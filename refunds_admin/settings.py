@@ -136,8 +136,9 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
-# Uploaded snapshots of 100k+ entries are tens of MB.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 200 * 1024 * 1024)
+# Uploaded snapshots of 100k+ entries are tens of MB; a document may be 100 MB at most
+# (payouts.snapshot.MAX_DOCUMENT_BYTES, docs/snapshot-limits.md), plus room for the form fields.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 101 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024)
 
 # The cache counts failed sign-ins (login rate limiting): shared through Redis when there is one,

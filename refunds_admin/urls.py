@@ -11,3 +11,9 @@ urlpatterns = [
     path("api/", include("refunds_admin.tournaments.api_urls")),
     path("", include("refunds_admin.web.urls")),
 ]
+
+# HTML for people, JSON under /api/ (refunds_admin/handlers.py).
+handler400 = "refunds_admin.handlers.bad_request"
+handler403 = "refunds_admin.handlers.permission_denied"
+handler404 = "refunds_admin.handlers.page_not_found"
+handler500 = "refunds_admin.handlers.server_error"

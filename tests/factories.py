@@ -19,7 +19,17 @@ from refunds_admin.tournaments.services import import_snapshot
 ACTIVE_CHIPS = [40_000, 30_000, 20_000, 10_000]
 
 
-def snapshot_doc(external_id="T-1", *, starts_at=None, active_chips=None, eliminated=6, **extra):
+def snapshot_doc(
+    external_id="T-1",
+    *,
+    starts_at=None,
+    active_chips=None,
+    eliminated=6,
+    entry_fields=None,
+    **extra,
+):
+    """The standard tournament; `entry_fields` {index: {field: value}} changes single entries
+    (a hostile screen name, an id with a slash), `extra` the tournament's fields."""
     starts_at = starts_at or timezone.now() - timedelta(hours=2)
     chips = active_chips or ACTIVE_CHIPS
     entries = [
@@ -40,6 +50,8 @@ def snapshot_doc(external_id="T-1", *, starts_at=None, active_chips=None, elimin
         }
         for i in range(eliminated)
     ]
+    for index, fields in (entry_fields or {}).items():
+        entries[index].update(fields)
     doc = {
         "format": "tournament-snapshot/1",
         "tournament": {

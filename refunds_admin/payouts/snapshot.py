@@ -5,6 +5,7 @@ proposals all call `parse_snapshot`. A snapshot that breaks a rule is refused as
 every problem found (up to MAX_PROBLEMS), each naming its field or entry.
 """
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -21,8 +22,25 @@ from .money import _AMOUNT, CURRENCIES_WITH_CENTS, AmountError, _json_type, pars
 
 FORMAT = "tournament-snapshot/1"
 MAX_PROBLEMS = 50
-# Places are expanded one by one; no tournament has a million paid places.
+# Places are expanded one by one; no tournament has a million paid places. A range (`places`)
+# may also not reach beyond the number of entries, so the expanded prize table is never larger
+# than the entries plus the single-place rows, both bounded by the document's size.
 MAX_PLACE = 1_000_000
+
+# The limits of docs/snapshot-limits.md: what the database can hold, checked here so that a
+# document is refused with a reason per field instead of failing at the database (a 500).
+MAX_DOCUMENT_BYTES = 100 * 1024 * 1024  # a 250k-entry snapshot is about 35 MB
+MAX_CSV_BYTES = 50 * 1024 * 1024  # each of the two CSV files of the CSV form
+MAX_ID_LENGTH = 128  # external_id, entry_id, player_id (the columns' max_length)
+MAX_SCREEN_NAME_LENGTH = 128
+MAX_NAME_LENGTH = 255  # tournament.name, prizes[].description
+MAX_BIGINT = 2**63 - 1  # chips, chips_in_play (PostgreSQL bigint)
+MAX_INT = 2**31 - 1  # finish_place, place (PostgreSQL integer)
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # times must fall in [2000-01-01, 2100-01-01) UTC
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+# C0 and C1 control characters (NUL, CR, LF, TAB, ESC, DEL, ...) and lone surrogates, which
+# neither PostgreSQL nor an HTTP header (the cashier's Idempotency-Key) can carry.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 ACTIVE = "active"
 ELIMINATED = "eliminated"
 
@@ -169,11 +187,13 @@ def parse_timestamp(value):
     """ISO 8601 with an offset -> Instant. Raises ValueError with a message for people."""
     if not isinstance(value, str):
         raise ValueError(f"must be an ISO 8601 timestamp string, not a JSON {_json_type(value)}")
-    m = _TIMESTAMP.fullmatch(value)
+    m = _TIMESTAMP.fullmatch(value) if len(value) <= 64 else None
     if not m:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?", value):
             raise ValueError(f"{value!r} has no time zone offset (add Z or +01:00)")
-        raise ValueError(f"{value!r} is not an ISO 8601 timestamp like 2026-11-29T18:00:00Z")
+        raise ValueError(
+            f"{_shorten(value)!r} is not an ISO 8601 timestamp like 2026-11-29T18:00:00Z"
+        )
     year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
     try:
         tz = UTC
@@ -187,6 +207,10 @@ def parse_timestamp(value):
         )  # fmt: skip
     except ValueError as exc:
         raise ValueError(f"{value!r} is not a valid date and time ({exc})") from None
+    if not EARLIEST <= at < LATEST:
+        raise ValueError(
+            f"{value!r} is outside the years this tool accepts (2000-01-01 to 2099-12-31 UTC)"
+        )
     instant = Instant.from_datetime(at)
     if len(frac) > 6:  # keep the digits a datetime cannot hold
         extra = Fraction(int(frac), 10 ** len(frac)) - Fraction(int(frac[:6]), 10**6)
@@ -230,8 +254,59 @@ def parse_snapshot(doc):
         return _parse_snapshot(doc)
 
 
+def _too_large(size, what="document", limit=None):
+    limit = limit or MAX_DOCUMENT_BYTES
+    return SnapshotError(
+        [
+            Problem(
+                what,
+                f"is {size / 2**20:,.1f} MB; at most {limit // 2**20} MB are accepted "
+                "(docs/snapshot-limits.md)",
+            )
+        ]
+    )
+
+
+def _duplicate_key(text, doc):
+    """The first key given twice in one JSON object, or None. orjson silently keeps the last
+    value; another parser may keep the first, so such a document is refused.
+
+    Fast check: a JSON text has one ':' per key plus those inside strings. Serialised again, the
+    parsed document has one per key it kept plus the same ones inside strings, so the counts
+    agree exactly when no key was dropped. Only when the text escapes a colon (\\u003a), which
+    breaks the count, is it parsed again with json's object_pairs_hook to make sure.
+    """
+    try:
+        again = orjson.dumps(doc)
+    except orjson.JSONEncodeError:  # nested more than 255 deep: no snapshot is
+        raise SnapshotError([Problem("document", "is nested too deeply")]) from None
+    if "\\u003" not in text and text.count(":") == again.count(b":"):
+        return None
+    return _find_duplicate(text)
+
+
+def _find_duplicate(text):
+    found = []
+
+    def pairs(items):
+        seen = set()
+        for key, _ in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+        return None
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except RecursionError:
+        raise SnapshotError([Problem("document", "is nested too deeply")]) from None
+    return found[0] if found else None
+
+
 def _parse_snapshot(doc):
     if isinstance(doc, (bytes, bytearray)):
+        if len(doc) > MAX_DOCUMENT_BYTES:
+            raise _too_large(len(doc))
         try:
             doc = doc.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -239,13 +314,29 @@ def _parse_snapshot(doc):
                 [Problem("document", f"is not UTF-8 text ({exc.reason})")]
             ) from None
     if isinstance(doc, (str, bytes)):
+        text = doc
+        if len(text) > MAX_DOCUMENT_BYTES or (
+            len(text) * 4 > MAX_DOCUMENT_BYTES and len(text.encode("utf-8")) > MAX_DOCUMENT_BYTES
+        ):
+            raise _too_large(len(text.encode("utf-8")))
         try:
             # orjson parses a 250k-entry snapshot in a third of the time of json. It reads an
             # integer beyond 64 bits as a float, which is then refused like any non-integer
             # (no chip count comes near that).
-            doc = orjson.loads(doc)
+            doc = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
             raise SnapshotError([Problem("document", f"is not valid JSON ({exc})")]) from None
+        duplicate = _duplicate_key(text, doc)
+        if duplicate is not None:
+            raise SnapshotError(
+                [
+                    Problem(
+                        "document",
+                        f"gives the key {_shorten(duplicate)!r} twice in one object; each key "
+                        "may appear once (parsers disagree on which value wins)",
+                    )
+                ]
+            )
     problems = _Problems()
     if not isinstance(doc, dict):
         raise SnapshotError(
@@ -256,10 +347,19 @@ def _parse_snapshot(doc):
     if fmt is _MISSING:
         problems.add("format", f"is required ({FORMAT})")
     elif fmt != FORMAT:
-        problems.add("format", f"must be {FORMAT!r}, not {fmt!r}")
+        problems.add(
+            "format",
+            f"must be {FORMAT!r}, not "
+            + (repr(_shorten(fmt)) if isinstance(fmt, str) else f"a JSON {_json_type(fmt)}"),
+        )
 
     t = _object(doc, "tournament", "tournament", problems, required=True)
-    tournament = _parse_tournament(t, problems) if t is not None else None
+    entries_raw = doc.get("entries")
+    # No place beyond the number of entries: nobody can finish there.
+    last_place = len(entries_raw) if isinstance(entries_raw, list) else MAX_PLACE
+    tournament = (
+        _parse_tournament(t, problems, min(last_place, MAX_PLACE)) if t is not None else None
+    )
     entries = _parse_entries(doc, tournament, problems)
     incident = _parse_incident(doc, problems)
 
@@ -289,7 +389,28 @@ def _object(parent, key, path, problems, *, required):
     return value
 
 
-def _string(obj, key, path, problems, *, required, nonempty=False):
+def _shorten(value, limit=40):
+    return value if len(value) <= limit else value[:limit] + "…"
+
+
+def text_problem(value, max_length):
+    """Why a string cannot be stored (too long for its column, or a control character), or None.
+
+    The one check for ids and names: the bulk path, the entry-by-entry path and the CSV form all
+    come here, so that a cashier's Idempotency-Key and a database column can hold every id.
+    """
+    if len(value) > max_length:
+        return f"is {len(value):,} characters long; at most {max_length} are accepted"
+    m = _CONTROL.search(value)
+    if m:
+        return (
+            f"contains the control character U+{ord(m.group()):04X} at position {m.start() + 1} "
+            "(NUL, line breaks, tabs and other control characters are refused)"
+        )
+    return None
+
+
+def _string(obj, key, path, problems, *, required, nonempty=False, max_length=MAX_NAME_LENGTH):
     value = obj.get(key, _MISSING)
     if value is _MISSING:
         if required:
@@ -300,6 +421,21 @@ def _string(obj, key, path, problems, *, required, nonempty=False):
         return None
     if nonempty and not value.strip():
         problems.add(path, "must not be empty")
+        return None
+    why = text_problem(value, max_length)
+    if why:
+        problems.add(path, why)
+        return None
+    return value
+
+
+def _whole_number(value, path, problems, *, low, high, what="a whole number"):
+    """An integer within [low, high] (the column's range), or None after naming the problem."""
+    if not _is_int(value):
+        problems.add(path, f"must be {what}, not a JSON {_json_type(value)}")
+        return None
+    if not low <= value <= high:
+        problems.add(path, f"must be between {low:,} and {high:,}, not {value:,}")
         return None
     return value
 
@@ -317,9 +453,15 @@ def _amount(obj, key, path, problems, *, required, default=None):
         return default
 
 
-def _parse_tournament(t, problems):
+def _parse_tournament(t, problems, last_place):
     external_id = _string(
-        t, "external_id", "tournament.external_id", problems, required=True, nonempty=True
+        t,
+        "external_id",
+        "tournament.external_id",
+        problems,
+        required=True,
+        nonempty=True,
+        max_length=MAX_ID_LENGTH,
     )
     name = _string(t, "name", "tournament.name", problems, required=False) or ""
     currency = _string(t, "currency", "tournament.currency", problems, required=True)
@@ -345,21 +487,19 @@ def _parse_tournament(t, problems):
     chips_in_play = t.get("chips_in_play", _MISSING)
     if chips_in_play is _MISSING:
         chips_in_play = None
-    elif not _is_int(chips_in_play):
-        problems.add(
-            "tournament.chips_in_play",
-            f"must be a whole number, not a JSON {_json_type(chips_in_play)}",
+    else:
+        chips_in_play = _whole_number(
+            chips_in_play, "tournament.chips_in_play", problems, low=0, high=MAX_BIGINT
         )
-        chips_in_play = None
 
-    prizes, place_amounts = _parse_prizes(t, problems)
+    prizes, place_amounts = _parse_prizes(t, problems, last_place)
     return dict(
         external_id=external_id, name=name, currency=currency, buy_in=buy_in, fee=fee,
         starts_at=starts_at, chips_in_play=chips_in_play, prizes=prizes, place_amounts=place_amounts,
     )  # fmt: skip
 
 
-def _parse_prizes(t, problems):
+def _parse_prizes(t, problems, last_place=MAX_PLACE):
     raw = t.get("prizes", _MISSING)
     if raw is _MISSING:
         problems.add("tournament.prizes", "is required")
@@ -411,6 +551,13 @@ def _parse_prizes(t, problems):
                 path, f"place {place_to:,} is beyond the {MAX_PLACE:,} places this tool accepts"
             )
             place_from = place_to = None
+        elif has_places and place_to is not None and place_to > last_place:
+            problems.add(
+                f"{path}.places",
+                f"range {place_from:,}-{place_to:,} reaches beyond the {last_place:,} entries of "
+                "the snapshot (a prize range may not be wider than the entries)",
+            )
+            place_from = place_to = None
         amount = _amount(row, "amount", f"{path}.amount", problems, required=True)
         non_cash = row.get("non_cash", False)
         if not isinstance(non_cash, bool):
@@ -449,12 +596,8 @@ def _parse_prizes(t, problems):
             )
             return rows, []
         place_amounts.append(by_place[place][0])
-    for place in range(2, max(by_place) + 1):
-        if (
-            place in by_place
-            and place - 1 in by_place
-            and by_place[place][0] > by_place[place - 1][0]
-        ):
+    for place in sorted(by_place):
+        if place > 1 and place - 1 in by_place and by_place[place][0] > by_place[place - 1][0]:
             problems.add(
                 f"tournament.prizes[{by_place[place][1]}]",
                 f"place {place} pays more than place {place - 1}",
@@ -491,25 +634,46 @@ def _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems):
             continue
         entry_id = e.get("entry_id", _MISSING)
         label = (
-            f"entries[{i}]"
-            if not isinstance(entry_id, str) or not entry_id
-            else f"entries[{i}] ({entry_id})"
+            f"entries[{i}] ({entry_id})"
+            if isinstance(entry_id, str) and entry_id and not text_problem(entry_id, 40)
+            else f"entries[{i}]"
         )
         entry_id = _string(
-            e, "entry_id", f"{label}.entry_id", problems, required=True, nonempty=True
+            e,
+            "entry_id",
+            f"{label}.entry_id",
+            problems,
+            required=True,
+            nonempty=True,
+            max_length=MAX_ID_LENGTH,
         )
         player_id = _string(
-            e, "player_id", f"{label}.player_id", problems, required=True, nonempty=True
+            e,
+            "player_id",
+            f"{label}.player_id",
+            problems,
+            required=True,
+            nonempty=True,
+            max_length=MAX_ID_LENGTH,
         )
         screen_name = (
-            _string(e, "screen_name", f"{label}.screen_name", problems, required=False) or ""
+            _string(
+                e,
+                "screen_name",
+                f"{label}.screen_name",
+                problems,
+                required=False,
+                max_length=MAX_SCREEN_NAME_LENGTH,
+            )
+            or ""
         )
         status = e.get("status", _MISSING)
         if status is _MISSING:
             problems.add(f"{label}.status", "is required (active or eliminated)")
             status = None
         elif status != ACTIVE and status != ELIMINATED:
-            problems.add(f"{label}.status", f"must be active or eliminated, not {status!r}")
+            shown = repr(_shorten(status) if isinstance(status, str) else status)
+            problems.add(f"{label}.status", f"must be active or eliminated, not {shown}")
             status = None
 
         chips = e.get("chips", _MISSING)
@@ -522,6 +686,9 @@ def _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems):
                 f"{label}.chips", f"must be a whole number, not a JSON {_json_type(chips)}"
             )
             chips = 0
+        elif chips > MAX_BIGINT:
+            problems.add(f"{label}.chips", f"must be at most {MAX_BIGINT:,}, not {chips:,}")
+            chips = 0
         elif status == ACTIVE and chips <= 0:
             problems.add(f"{label}.chips", f"an active entry must hold chips above 0, not {chips}")
         elif status == ELIMINATED and chips != 0:
@@ -530,8 +697,8 @@ def _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems):
         finish_place = e.get("finish_place", _MISSING)
         if finish_place is _MISSING:
             finish_place = None
-        elif not _is_int(finish_place) or finish_place < 1:
-            problems.add(f"{label}.finish_place", "must be a whole number, 1 or more")
+        elif not _is_int(finish_place) or not 1 <= finish_place <= MAX_INT:
+            problems.add(f"{label}.finish_place", f"must be a whole number from 1 to {MAX_INT:,}")
             finish_place = None
         prize_awarded = _amount(
             e, "prize_awarded", f"{label}.prize_awarded", problems, required=False
@@ -627,11 +794,22 @@ def _parse_entries_in_bulk(raw, default_buy_in, default_fee):
             return None
     if len(set(ids)) != n or set(map(type, screens)) != {str}:
         return None
+    # Lengths and control characters, column by column (one regex pass over each column).
+    if max(map(len, ids)) > MAX_ID_LENGTH or max(map(len, players)) > MAX_ID_LENGTH:
+        return None
+    if max(map(len, screens)) > MAX_SCREEN_NAME_LENGTH:
+        return None
+    if any(_CONTROL.search("".join(col)) for col in (ids, players, screens)):
+        return None
     if not set(statuses) <= {ACTIVE, ELIMINATED}:
         return None
     is_active = list(map(eq, repeat(ACTIVE), statuses))
     active_chips = list(compress(chips, is_active))
-    if active_chips and (set(map(type, active_chips)) != {int} or min(active_chips) <= 0):
+    if active_chips and (
+        set(map(type, active_chips)) != {int}
+        or min(active_chips) <= 0
+        or max(active_chips) > MAX_BIGINT
+    ):
         return None
     # Eliminated entries may omit chips, or give 0; a null is refused like any null.
     stated_chips = [c for c in chips if c is not None]
@@ -646,7 +824,11 @@ def _parse_entries_in_bulk(raw, default_buy_in, default_fee):
     stated_places = [p for p in finish if p is not None]
     if len(stated_places) != present("finish_place"):
         return None
-    if stated_places and (set(map(type, stated_places)) != {int} or min(stated_places) < 1):
+    if stated_places and (
+        set(map(type, stated_places)) != {int}
+        or min(stated_places) < 1
+        or max(stated_places) > MAX_INT
+    ):
         return None
     prize_awarded = _bulk_amounts(raw, "prize_awarded", None, present)
     buy_ins = _bulk_amounts(raw, "buy_in_paid", default_buy_in, present)

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib.auth import authenticate
 
 from refunds_admin.incidents.models import Incident
+from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, MAX_DOCUMENT_BYTES
 from refunds_admin.tournaments.models import Tournament
 
 
@@ -27,11 +28,23 @@ def local_datetime_field(label, **kwargs):
     )
 
 
+def _at_most(upload, limit):
+    """Refuse an upload above the documented limit before it is read (docs/snapshot-limits.md)."""
+    if upload is not None and upload.size > limit:
+        raise forms.ValidationError(
+            f"The file is {upload.size / 2**20:,.1f} MB; at most {limit // 2**20} MB are accepted."
+        )
+    return upload
+
+
 class SnapshotUploadForm(forms.Form):
     file = forms.FileField(
         label="Snapshot file (tournament-snapshot/1 JSON)",
         widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
     )
+
+    def clean_file(self):
+        return _at_most(self.cleaned_data.get("file"), MAX_DOCUMENT_BYTES)
 
 
 class CsvImportForm(forms.Form):
@@ -53,6 +66,12 @@ class CsvImportForm(forms.Form):
         label="Prize table CSV",
         help_text="Columns: place (3, or a range 10-18), amount, non_cash, description",
     )
+
+    def clean_entries_csv(self):
+        return _at_most(self.cleaned_data.get("entries_csv"), MAX_CSV_BYTES)
+
+    def clean_prizes_csv(self):
+        return _at_most(self.cleaned_data.get("prizes_csv"), MAX_CSV_BYTES)
 
     def tournament_fields(self):
         """The tournament fields as the snapshot format writes them (strings, ISO times)."""

@@ -1,4 +1,3 @@
-import csv
 import json
 from urllib.parse import quote, urlencode
 
@@ -17,6 +16,7 @@ from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
 from .. import queries
 from ..access import get_proposal_for, role_required
+from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..money import format_money, plain_amount
 from ..posting import progress_of
@@ -162,11 +162,6 @@ def proposal_chart(request, pk):
     return body
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 EXPORT_FIELDS = (
     "entry_id",
     "player_id",
@@ -211,7 +206,7 @@ def _file_name(proposal, ext):
 @role_required(CAN_READ)
 def proposal_export_csv(request, pk):
     proposal = get_proposal_for(request, pk)
-    writer = csv.writer(_Echo())
+    writer = csv_writer()
 
     def rows():
         yield writer.writerow(EXPORT_HEADER)
@@ -221,7 +216,7 @@ def proposal_export_csv(request, pk):
             )
 
     response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{_file_name(proposal, "csv")}"'
+    response["Content-Disposition"] = attachment(_file_name(proposal, "csv"))
     return response
 
 
@@ -249,7 +244,7 @@ def proposal_export_json(request, pk):
         yield "]}\n"
 
     response = StreamingHttpResponse(chunks(), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="{_file_name(proposal, "json")}"'
+    response["Content-Disposition"] = attachment(_file_name(proposal, "json"))
     return response
 
 
