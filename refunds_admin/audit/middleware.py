@@ -11,7 +11,11 @@ class RequestContextMiddleware:
 
     def __call__(self, request):
         request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
-        ctx = context.RequestContext(request_id=request_id[:64], ip=request.META.get("REMOTE_ADDR"))
+        ctx = context.RequestContext(
+            request_id=request_id[:64],
+            ip=request.META.get("REMOTE_ADDR"),
+            user=getattr(request, "user", None),
+        )
         token = context.current.set(ctx)
         try:
             response = self.get_response(request)

@@ -20,6 +20,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_PREPARE, require_role
+from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
 from refunds_admin.bulk import insert_rows
 from refunds_admin.errors import Refused
@@ -533,15 +534,11 @@ def create_api_client(name, *, user, acting_user=None):
     if ApiClient.objects.filter(name=name).exists():
         raise Refused(f"An API client named {name!r} already exists.")
     token = "ra_" + secrets.token_urlsafe(32)
-    client = ApiClient.objects.create(
-        name=name, token_prefix=token[:10], token_sha256=hash_token(token), acting_user=user
-    )
-    record(
-        "api_client.created",
-        client,
-        actor=acting_user,
-        after={"name": name, "acting_user": user.get_username(), "token_prefix": token[:10]},
-    )
+    # Audited by tournaments/signals.py (api_client.created), like any change to a client.
+    with audit_context.acting(acting_user):
+        client = ApiClient.objects.create(
+            name=name, token_prefix=token[:10], token_sha256=hash_token(token), acting_user=user
+        )
     return client, token
 
 
