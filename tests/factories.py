@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from refunds_admin.accounts import mfa
 from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.models import Snapshot
@@ -116,3 +117,18 @@ def approved_proposal(preparer, approver, **kwargs):
     return proposals.approve_proposal(
         proposal, acting_user=approver, fingerprint=proposal.fingerprint
     )
+
+
+def enrol_device(user):
+    """The user's authenticator app, enrolled as on the enrolment page: a new device confirmed
+    with a real code computed from its key."""
+    device = mfa.start_enrolment(user)
+    return mfa.confirm_device(device, mfa.code_for(device), acting_user=user)
+
+
+def totp_code(user):
+    """A current code of the user's confirmed device that it has not accepted yet (what the
+    app shows), computed from the device's key."""
+    device = mfa.confirmed_device(user)
+    device.refresh_from_db()
+    return mfa.code_for(device)

@@ -10,6 +10,7 @@ actor is the signed-in user of the request, or "system" for a command or the she
 Passwords are never copied into the audit: only the fact that one was set or changed.
 """
 
+from axes.signals import user_locked_out
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
@@ -220,3 +221,42 @@ m2m_changed.connect(
 m2m_changed.connect(
     _group_permissions, sender=Group.permissions.through, dispatch_uid="audit_group_permissions"
 )
+
+
+# --- sign-in lockouts (django-axes) and authenticator devices --------------------------------
+
+
+class SignIn:
+    """The audited object of a lockout for a name that is no account (guessing at names)."""
+
+    def __init__(self, username):
+        self.pk = username[:64]
+
+
+@receiver(user_locked_out, dispatch_uid="audit_sign_in_locked_out")
+def _locked_out(sender, request, username, ip_address, **kwargs):
+    from django.conf import settings
+
+    failures = getattr(request, "axes_failures_since_start", None)
+    if failures != settings.AXES_FAILURE_LIMIT:
+        # A further attempt while already locked out: refused (and the cool-off restarts), but
+        # audited only once, when the lockout began: a guesser must not flood the history.
+        return
+    user = User.objects.filter(username__iexact=username).first() if username else None
+    after = {
+        "username": username,
+        "ip": ip_address,
+        "failures": request.axes_failures_since_start,
+        "where": getattr(request, "path", "") or "sign-in",
+    }
+    with transaction.atomic():
+        record("signin.locked_out", user or SignIn(username or ""), actor=None, after=after)
+
+
+@receiver(post_delete, sender="otp_totp.TOTPDevice", dispatch_uid="audit_device_removed")
+def _device_removed(sender, instance, **kwargs):
+    audit(
+        "mfa.device_removed",
+        instance.user,
+        before={"device": instance.name, "user": instance.user.get_username()},
+    )

@@ -7,6 +7,7 @@ stored in UTC by the services.
 from django import forms
 from django.contrib.auth import authenticate
 
+from refunds_admin.accounts import mfa
 from refunds_admin.incidents.models import Incident
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, MAX_DOCUMENT_BYTES
 from refunds_admin.tournaments.models import Tournament
@@ -121,7 +122,9 @@ class JustificationForm(forms.Form):
 
 
 class ApproveForm(forms.Form):
-    """Approval quotes the fingerprint the manager saw and needs their password again."""
+    """Approval quotes the fingerprint the manager saw and needs their password again and a
+    current code from their authenticator app. Wrong passwords count towards the same lockout
+    as the sign-in page (django-axes); wrong codes slow down django-otp's next check."""
 
     fingerprint = forms.CharField(widget=forms.HiddenInput, max_length=64)
     password = forms.CharField(
@@ -129,17 +132,38 @@ class ApproveForm(forms.Form):
         widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
         strip=False,
     )
+    otp_token = forms.CharField(
+        label="Code from your authenticator app",
+        max_length=8,
+        widget=forms.TextInput(
+            attrs={"autocomplete": "one-time-code", "inputmode": "numeric", "pattern": "[0-9 ]*"}
+        ),
+    )
 
     def __init__(self, *args, user, request=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.user = user
         self.request = request
+        self.device = None
 
     def clean_password(self):
         password = self.cleaned_data["password"]
         if authenticate(self.request, username=self.user.get_username(), password=password) is None:
             raise forms.ValidationError("That is not your password.")
         return password
+
+    def clean(self):
+        data = super().clean()
+        # The code is checked only after the password: it is used up once accepted.
+        if "password" in data and data.get("otp_token"):
+            self.device = mfa.verify_code(self.user, data["otp_token"])
+            if self.device is None:
+                self.add_error(
+                    "otp_token",
+                    "That code does not match your authenticator app (each code works once; "
+                    "wait for the next one).",
+                )
+        return data
 
 
 class RejectForm(forms.Form):

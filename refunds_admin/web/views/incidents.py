@@ -14,7 +14,7 @@ from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
-from ..access import get_incident_for, role_required
+from ..access import device_required, get_incident_for, role_required
 from ..forms import (
     IncidentForm,
     JustificationForm,
@@ -203,6 +203,7 @@ def incident_resumed(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@device_required
 def incident_not_resumable(request, pk):
     def perform(incident, data):
         incident_services.declare_not_resumable(
@@ -222,6 +223,7 @@ def incident_not_resumable(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@device_required
 def incident_site_wide(request, pk):
     def perform(incident, data):
         incident_services.confirm_site_wide_issue(

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from refunds_admin.accounts import mfa
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import services as ledger_services
@@ -15,7 +16,7 @@ from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
 from .. import queries
-from ..access import get_proposal_for, role_required
+from ..access import device_required, get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..money import format_money, plain_amount
@@ -263,6 +264,7 @@ def proposal_submit(request, pk):
 
 @role_required(CAN_READ)
 @require_http_methods(["GET", "POST"])
+@device_required
 def proposal_approval(request, pk):
     """The approval page: what is being approved (fingerprint, total), the password again to
     approve, a reason to reject. Preparer and submitter see no approve button; the service
@@ -309,6 +311,7 @@ def proposal_approval(request, pk):
             "approve_form": approve_form,
             "reject_form": getattr(request, "_reject_form", None) or RejectForm(),
             "refused": refused,
+            "has_device": mfa.confirmed_device(request.user) is not None,
         },
         status=status,
     )
@@ -316,6 +319,7 @@ def proposal_approval(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@device_required
 def proposal_reject(request, pk):
     proposal = get_proposal_for(request, pk)
     form = RejectForm(request.POST)
