@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+
 from refunds_admin.accounts.admin_site import RefundsAdminSite
 from refunds_admin.web.views.account import SignInView, mfa_enrol
 
