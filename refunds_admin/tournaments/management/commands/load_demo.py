@@ -89,7 +89,7 @@ class Command(BaseCommand):
     def _two_factor(self, users):
         """Managers and the superuser get a confirmed authenticator (confirmed with a real code
         computed from its key, as the enrolment page would); an existing one is kept."""
-        for username, role, _ in USERS:
+        for username, _role, _ in USERS:
             user = users[username]
             if not mfa.needs_device(user):
                 continue
