@@ -59,6 +59,4 @@ def lockout_response(request, original_response=None, credentials=None):
             {"form": form, "lockout_message": message},
             status=429,
         )
-    return render(
-        request, "registration/locked_out.html", {"lockout_message": message}, status=429
-    )
+    return render(request, "registration/locked_out.html", {"lockout_message": message}, status=429)
