@@ -322,3 +322,18 @@ def test_it_refuses_an_upload_above_the_limit_before_reading_it(client, support,
     response = client.post("/tournaments/import/", {"kind": "json", "file": upload})
     assert response.status_code == 400 and b"at most" in response.content
     _nothing_stored()
+
+
+@pytest.mark.parametrize("failed_at", ["0001-01-01T00:00:00", "9999-12-31T23:59:59"])
+def test_the_incident_form_refuses_extreme_times_without_a_500(client, support, failed_at):
+    tournament = import_doc(support).tournament
+    client.force_login(support)
+    response = client.post(
+        "/incidents/new/",
+        {"tournament": tournament.pk, "failed_at": failed_at, "cause": "server_crash"},
+    )
+    assert response.status_code == 400
+    preview = client.get(
+        "/incidents/preview/", {"tournament": tournament.pk, "failed_at": failed_at}
+    )
+    assert preview.status_code == 200
