@@ -27,6 +27,7 @@ run: install
 # Celery worker on Redis; REQUIRE_SERVICES=1 turns a missing service or browser into a failure.
 test: install
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Refresh docs/screenshots/ from the browser journeys (needs DATABASE_URL and REDIS_URL, so
@@ -40,6 +41,7 @@ bench: install
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 format: install
 	$(PY) -m ruff format .

@@ -6,19 +6,30 @@ domain's words ("proposal 12 is already approved"). Views show it, commands prin
 returns it as JSON.
 """
 
+from collections.abc import Iterable
+
 
 class Refused(Exception):
     """A business rule refuses the action; nothing was changed."""
 
-    def __init__(self, message, *, problems=None):
+    def __init__(self, message: str, *, problems: Iterable[tuple[str, str]] | None = None) -> None:
         super().__init__(message)
         self.message = message
         # For invalid input: a list of (field or row, message) pairs, every problem found.
         self.problems = list(problems or [])
 
-    def __str__(self):
+    def __str__(self) -> str:
         if not self.problems:
             return self.message
         return (
             self.message + "\n" + "\n".join(f"- {where}: {what}" for where, what in self.problems)
         )
+
+
+def required_text(value: str | None, field: str) -> str:
+    """What a person typed into `field` (a reason, a justification), stripped; refused when it
+    is empty, naming the field."""
+    text = (value or "").strip()
+    if not text:
+        raise Refused(f"A {field} is required.", problems=[(field, "is required")])
+    return text

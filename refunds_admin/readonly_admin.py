@@ -7,8 +7,8 @@ event, compare-and-set); the admin is for looking, and for user and role managem
 from django.contrib import admin
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Visible to superusers; no add, change or delete."""
+class _LookOnly:
+    """No add, change or delete, whoever asks."""
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -20,16 +20,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyAdmin(_LookOnly, admin.ModelAdmin):
+    """Visible to superusers; no add, change or delete."""
+
+
+class ReadOnlyInline(_LookOnly, admin.TabularInline):
     extra = 0
     max_num = 0
     show_change_link = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

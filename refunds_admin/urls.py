@@ -13,7 +13,7 @@ urlpatterns = [
     path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/two-factor/", mfa_enrol, name="mfa_enrol"),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("api/", include("refunds_admin.tournaments.api_urls")),
+    path("api/", include("refunds_admin.web.api_urls")),
     path("", include("refunds_admin.web.urls")),
 ]
 

@@ -15,7 +15,6 @@ from refunds_admin.accounts import mfa
 from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.models import Snapshot
-from refunds_admin.tournaments.services import import_snapshot
 
 ACTIVE_CHIPS = [40_000, 30_000, 20_000, 10_000]
 
@@ -81,7 +80,9 @@ def dumps(doc):
 
 def import_doc(user, doc=None, **kwargs):
     doc = doc or snapshot_doc(**kwargs)
-    return import_snapshot(dumps(doc).encode(), acting_user=user, source=Snapshot.Source.UPLOAD)
+    return incidents.import_snapshot(
+        dumps(doc).encode(), acting_user=user, source=Snapshot.Source.UPLOAD
+    )
 
 
 def open_incident(user, *, failed_ago=timedelta(minutes=5), **kwargs):

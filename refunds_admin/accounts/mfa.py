@@ -17,7 +17,6 @@ from django_otp import devices_for_user
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
 
 from .roles import MANAGER, has_role
@@ -67,13 +66,9 @@ def confirm_device(device, code, *, acting_user):
             problems=[("code", "does not match the app's current code")],
         )
     device.confirmed = True
+    # Audited in this transaction by audit/signals.py (mfa.device_confirmed): accounts sits
+    # below every app, audit included.
     device.save(update_fields=["confirmed"])
-    record(
-        "mfa.device_confirmed",
-        device.user,
-        actor=acting_user,
-        after={"device": device.name, "device_id": device.pk},
-    )
     return device
 
 

@@ -24,7 +24,7 @@ def normalise_username(name):
 
 def username_for_lockout(request, credentials):
     """AXES_USERNAME_CALLABLE: the normalised username of the attempt."""
-    field = settings.AXES_USERNAME_FORM_FIELD
+    field = getattr(settings, "AXES_USERNAME_FORM_FIELD", "username")
     if credentials and credentials.get(field) is not None:
         name = credentials.get(field)
     else:

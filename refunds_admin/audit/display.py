@@ -4,30 +4,14 @@
 12 (USD 30,150.00)". An action without an entry here still reads sensibly.
 """
 
-from refunds_admin.payouts.money import format_cents
-
-RULES = {
-    "full_refund": "full refund",
-    "in_the_money": "in the money",
-    "not_in_the_money": "not in the money",
-}
-
-
-def _rule(value):
-    return RULES.get(value, value or "?")
-
-
-def _amount(cents):
-    """81533 -> "815.33", 3015000 -> "30,150.00": the engine's exact format, thousands grouped."""
-    whole, _, fraction = format_cents(cents).partition(".")
-    sign = "-" if whole.startswith("-") else ""
-    return f"{sign}{int(whole.lstrip('-')):,}.{fraction}"
+from refunds_admin.payouts.labels import rule_name as _rule
+from refunds_admin.payouts.money import display
 
 
 def _money(after):
     total = after.get("total")
     if isinstance(total, int):
-        return f" ({after.get('currency', '')} {_amount(total)})".replace("( ", "(")
+        return f" ({display(total, after.get('currency', ''), symbol=False)})"
     return ""
 
 
@@ -66,8 +50,8 @@ def _ledger_posted(e, before, after):
     credits, cents = after.get("credits"), after.get("total_cents")
     booked = ""
     if isinstance(credits, int) and isinstance(cents, int):
-        currency = f"{after['currency']} " if after.get("currency") else ""
-        booked = f": {credits:,} credits, {currency}{_amount(cents)} in total"
+        amount = display(cents, after.get("currency", ""), symbol=False)
+        booked = f": {credits:,} credits, {amount} in total"
     return f"Proposal {e.object_id} posted{booked}, matching the approved total to the cent"
 
 

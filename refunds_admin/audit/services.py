@@ -1,12 +1,32 @@
-from django.db import transaction
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from django.db import models, transaction
 
 from . import context
 from .models import AuditEvent
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
+
+
+class _Tournament(Protocol):
+    external_id: str
+
 
 def record(
-    action, obj, *, actor, before=None, after=None, reason="", tournament=None, player_ids=None
-):
+    action: str,
+    obj: models.Model,
+    *,
+    actor: User | AnonymousUser | None,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    reason: str = "",
+    tournament: _Tournament | str | None = None,
+    player_ids: Iterable[str] | None = None,
+) -> AuditEvent:
     """Write the audit event for a state change. Must run inside the change's own transaction.
 
     `actor` is a user, or None for the system. `tournament` is the Tournament (or its external
@@ -23,7 +43,7 @@ def record(
         if actor is not None and actor.is_authenticated
         else "system",
         action=action,
-        object_type=obj._meta.model_name if hasattr(obj, "_meta") else type(obj).__name__.lower(),
+        object_type=obj._meta.model_name or type(obj).__name__.lower(),
         object_id=str(obj.pk),
         tournament_external_id=tournament or "",
         player_ids=list(player_ids or []),

@@ -10,6 +10,7 @@ actor is the signed-in user of the request, or "system" for a command or the she
 Passwords are never copied into the audit: only the fact that one was set or changed.
 """
 
+from axes.models import AccessAttempt
 from axes.signals import user_locked_out
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
@@ -226,13 +227,6 @@ m2m_changed.connect(
 # --- sign-in lockouts (django-axes) and authenticator devices --------------------------------
 
 
-class SignIn:
-    """The audited object of a lockout for a name that is no account (guessing at names)."""
-
-    def __init__(self, username):
-        self.pk = username[:64]
-
-
 @receiver(user_locked_out, dispatch_uid="audit_sign_in_locked_out")
 def _locked_out(sender, request, username, ip_address, **kwargs):
     from django.conf import settings
@@ -249,8 +243,24 @@ def _locked_out(sender, request, username, ip_address, **kwargs):
         "failures": request.axes_failures_since_start,
         "where": getattr(request, "path", "") or "sign-in",
     }
+    # The account, or for a name that is no account (guessing at names) django-axes' own record
+    # of the attempts.
+    audited = user or AccessAttempt.objects.filter(username=username, ip_address=ip_address).last()
+    if audited is None:
+        return
     with transaction.atomic():
-        record("signin.locked_out", user or SignIn(username or ""), actor=None, after=after)
+        record("signin.locked_out", audited, actor=None, after=after)
+
+
+@receiver(post_save, sender="otp_totp.TOTPDevice", dispatch_uid="audit_device_confirmed")
+def _device_saved(sender, instance, created, raw=False, update_fields=None, **kwargs):
+    # accounts.mfa.confirm_device saves exactly this field when a code confirms the enrolment.
+    if not raw and instance.confirmed and (created or update_fields == frozenset({"confirmed"})):
+        audit(
+            "mfa.device_confirmed",
+            instance.user,
+            after={"device": instance.name, "device_id": instance.pk},
+        )
 
 
 @receiver(post_delete, sender="otp_totp.TOTPDevice", dispatch_uid="audit_device_removed")

@@ -8,26 +8,40 @@ incident; it is recomputed whenever something it depends on changes (site-wide i
 snapshot re-imported).
 """
 
-from datetime import datetime
-from typing import NamedTuple
+from __future__ import annotations
 
+import logging
+from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, MANAGER, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.errors import Refused
-from refunds_admin.payouts import select_rule
+from refunds_admin.errors import Refused, required_text
+from refunds_admin.payouts import FULL_REFUND, IN_THE_MONEY, select_rule
+from refunds_admin.payouts.labels import RULE_TEXT
+from refunds_admin.tournaments import services as tournaments
 from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import engine_snapshot
 
 from .models import RESUME_WINDOW, Incident, RestartAttempt
 
-RULE_WORDS = {
-    "full_refund": "full refund of buy-in and fee",
-    "in_the_money": "next prize plus chip equity, and the fee refunded",
-    "not_in_the_money": "buy-in refunded plus chip equity, and the fee refunded",
-}
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from django.contrib.auth.models import User
+    from django.db.models import QuerySet
+
+    from refunds_admin.payouts import Snapshot as ParsedSnapshot
+    from refunds_admin.tournaments.models import Snapshot
+    from refunds_admin.tournaments.services import CsvData
+
+log = logging.getLogger(__name__)
 
 
 class RulePreview(NamedTuple):
@@ -40,7 +54,14 @@ class RulePreview(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
-def _check_moment(value, field, *, not_before=None, not_before_what="", now=None):
+def _check_moment(
+    value: object,
+    field: str,
+    *,
+    not_before: datetime | None = None,
+    not_before_what: str = "",
+    now: datetime | None = None,
+) -> list[tuple[str, str]]:
     """Problems with a moment staff typed: it must be an aware datetime, not in the future and
     not before `not_before`."""
     if not isinstance(value, datetime):
@@ -57,14 +78,14 @@ def _check_moment(value, field, *, not_before=None, not_before_what="", now=None
     return []
 
 
-def _current_snapshot(tournament):
+def _current_snapshot(tournament: Tournament) -> Snapshot:
     snapshot = tournament.current_snapshot
     if snapshot is None:
         raise Refused(f"Tournament {tournament.external_id} has no snapshot; import one first.")
     return snapshot
 
 
-def _check_failed_at(parsed, failed_at):
+def _check_failed_at(parsed: ParsedSnapshot, failed_at: datetime) -> None:
     # The start comes from the stored snapshot document, the one source the rule is computed
     # from, so the check, the rule and the elapsed time can never disagree.
     problems = _check_moment(
@@ -77,7 +98,7 @@ def _check_failed_at(parsed, failed_at):
         raise Refused("The failure time was refused.", problems=problems)
 
 
-def _elapsed_words(seconds):
+def _elapsed_words(seconds: float) -> str:
     seconds = int(seconds)
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
@@ -88,29 +109,36 @@ def _elapsed_words(seconds):
     return f"{minutes} min"
 
 
-def rule_sentence(rule, *, elapsed_seconds, site_wide_issue, entries, active, paid_places):
+def rule_sentence(
+    rule: str,
+    *,
+    elapsed_seconds: float,
+    site_wide_issue: bool,
+    entries: int,
+    active: int,
+    paid_places: int,
+) -> str:
     """The sentence shown beside the incident form, e.g. "failed 14 min after start: full refund
     of buy-in and fee to all 1,000 entries"."""
     when = f"failed {_elapsed_words(elapsed_seconds)} after start"
-    if rule == "full_refund":
+    payout = RULE_TEXT[rule].payout
+    if rule == FULL_REFUND:
         why = "site-wide issues confirmed, " + when if site_wide_issue else when
-        return f"{why}: full refund of buy-in and fee to all {entries:,} entries"
-    if rule == "in_the_money":
-        return (
-            f"{when} with {active:,} entries left, within the {paid_places:,} paid places: "
-            f"next prize plus chip equity, and the fee refunded, to the {active:,} active entries"
-        )
+        return f"{why}: {payout} to all {entries:,} entries"
+    places = "within the" if rule == IN_THE_MONEY else "more than the"
     return (
-        f"{when} with {active:,} entries left, more than the {paid_places:,} paid places: "
-        f"buy-in refunded plus chip equity, and the fee refunded, to the {active:,} active entries"
+        f"{when} with {active:,} entries left, {places} {paid_places:,} paid places: "
+        f"{payout}, to the {active:,} active entries"
     )
 
 
-def _rule_for(parsed, failed_at, site_wide_issue):
+def _rule_for(parsed: ParsedSnapshot, failed_at: datetime, site_wide_issue: bool) -> str:
     return select_rule(parsed, failed_at, bool(site_wide_issue))
 
 
-def preview_rule(tournament, failed_at, site_wide_issue=False):
+def preview_rule(
+    tournament: Tournament, failed_at: datetime, site_wide_issue: bool = False
+) -> RulePreview:
     """Which rule a failure at `failed_at` selects, and why, in one sentence. Read-only.
 
     Raises `Refused` for a failure time that would be refused when recorded.
@@ -130,7 +158,9 @@ def preview_rule(tournament, failed_at, site_wide_issue=False):
     return RulePreview(rule, sentence)
 
 
-def store_rule(incident, parsed, *, acting_user, why):
+def store_rule(
+    incident: Incident, parsed: ParsedSnapshot, *, acting_user: User | None, why: str
+) -> str:
     """Recompute the incident's rule from the parsed current snapshot; audit a change."""
     rule = _rule_for(parsed, incident.failed_at, incident.site_wide_issue)
     if rule != incident.rule:
@@ -150,23 +180,88 @@ def store_rule(incident, parsed, *, acting_user, why):
 
 
 # --------------------------------------------------------------------------------------------
+# Snapshot imports that keep the live incident in step
+# --------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def import_snapshot(
+    raw: bytes | str | dict[str, Any], *, acting_user: User | None, source: str
+) -> Snapshot:
+    """`tournaments.services.import_snapshot`, then the tournament's live incident is kept true
+    to the new version (see `_follow_new_snapshot`). Views, the API and commands call this one."""
+    snapshot = tournaments.import_snapshot(raw, acting_user=acting_user, source=source)
+    return _follow_new_snapshot(snapshot, acting_user)
+
+
+@transaction.atomic
+def import_csv(
+    entries_csv: CsvData,
+    prizes_csv: CsvData,
+    fields: Mapping[str, Any],
+    *,
+    acting_user: User | None,
+) -> Snapshot:
+    """`tournaments.services.import_csv`, then the live incident follows as for a JSON import."""
+    snapshot = tournaments.import_csv(entries_csv, prizes_csv, fields, acting_user=acting_user)
+    return _follow_new_snapshot(snapshot, acting_user)
+
+
+def _follow_new_snapshot(snapshot: Snapshot, acting_user: User | None) -> Snapshot:
+    """A new snapshot may change the start, the active entries or the paid places. A version
+    that starts after the recorded failure is refused (the whole import rolls back with it);
+    otherwise the live incident's rule is recomputed so that it describes the current snapshot."""
+    incident = (
+        Incident.objects.select_for_update()
+        .filter(
+            tournament_id=snapshot.tournament_id,
+            status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED],
+        )
+        .first()
+    )
+    if incident is None:
+        return snapshot
+    parsed = engine_snapshot(snapshot)
+    if incident.failed_at < parsed.starts_at.at:
+        raise Refused(
+            "The new snapshot starts after the recorded failure; nothing was imported.",
+            problems=[
+                (
+                    "tournament.starts_at",
+                    f"{parsed.starts_at.at.isoformat()} is after the incident's failed_at "
+                    f"{incident.failed_at.isoformat()}",
+                )
+            ],
+        )
+    store_rule(incident, parsed, acting_user=acting_user, why="snapshot re-imported")
+    return snapshot
+
+
+# --------------------------------------------------------------------------------------------
 # State changes
 # --------------------------------------------------------------------------------------------
 
 
-def _locked(incident):
+def _locked(incident: Incident) -> Incident:
     """The incident re-read under a row lock, so that decisions use its committed state."""
     return Incident.objects.select_for_update().select_related("tournament").get(pk=incident.pk)
 
 
-def _sync(incident):
+def _sync(incident: Incident) -> Incident:
     """Bring the caller's instance up to date with the change just made, and return it."""
     incident.refresh_from_db()
     return incident
 
 
 @transaction.atomic
-def record_incident(tournament, *, failed_at, cause, description, acting_user):
+def record_incident(
+    tournament: Tournament,
+    *,
+    failed_at: datetime,
+    cause: str,
+    description: str,
+    acting_user: User,
+) -> Incident:
     """Record that play failed at `failed_at`. The rule the timing selects is stored with it."""
     require_role(acting_user, CAN_PREPARE, "record incidents")
     tournament = Tournament.objects.select_for_update().get(pk=tournament.pk)
@@ -221,26 +316,51 @@ def record_incident(tournament, *, failed_at, cause, description, acting_user):
     return incident
 
 
-def _require_open(incident, doing):
+_CLOSED_BECAUSE: dict[str, str] = {
+    Incident.Status.RESUMED: "closed: play resumed",
+    Incident.Status.CANCELLED: "closed: the tournament was cancelled",
+}
+
+
+def _require_open(incident: Incident, doing: str) -> None:
     if incident.status != Incident.Status.OPEN:
-        closed = {
-            Incident.Status.RESUMED: "closed: play resumed",
-            Incident.Status.CANCELLED: "closed: the tournament was cancelled",
-        }[incident.status]
+        closed = _CLOSED_BECAUSE[incident.status]
         raise Refused(f"Incident {incident.pk} is not open ({closed}); cannot {doing}.")
 
 
-@transaction.atomic
-def log_restart_attempt(incident, *, attempted_at, succeeded, note, acting_user):
-    """Log an attempt to restart play. Whether play resumed is `mark_resumed`'s business."""
-    require_role(acting_user, CAN_PREPARE, "log restart attempts")
+def _locked_open_since_failure(
+    incident: Incident, moment: datetime, field: str, *, doing: str, what: str
+) -> Incident:
+    """The incident locked, refused unless it is open and `moment` lies between the failure
+    and now (a restart attempt, play resuming)."""
     fresh = _locked(incident)
-    _require_open(fresh, "log a restart attempt")
+    _require_open(fresh, doing)
     problems = _check_moment(
-        attempted_at, "attempted_at", not_before=fresh.failed_at, not_before_what="the failure"
+        moment, field, not_before=fresh.failed_at, not_before_what="the failure"
     )
     if problems:
-        raise Refused("The restart attempt was refused.", problems=problems)
+        raise Refused(f"The {what} was refused.", problems=problems)
+    return fresh
+
+
+@transaction.atomic
+def log_restart_attempt(
+    incident: Incident,
+    *,
+    attempted_at: datetime,
+    succeeded: bool,
+    note: str,
+    acting_user: User,
+) -> RestartAttempt:
+    """Log an attempt to restart play. Whether play resumed is `mark_resumed`'s business."""
+    require_role(acting_user, CAN_PREPARE, "log restart attempts")
+    fresh = _locked_open_since_failure(
+        incident,
+        attempted_at,
+        "attempted_at",
+        doing="log a restart attempt",
+        what="restart attempt",
+    )
     attempt = RestartAttempt.objects.create(
         incident=fresh,
         attempted_at=attempted_at,
@@ -260,16 +380,12 @@ def log_restart_attempt(incident, *, attempted_at, succeeded, note, acting_user)
 
 
 @transaction.atomic
-def mark_resumed(incident, *, resumed_at, acting_user):
+def mark_resumed(incident: Incident, *, resumed_at: datetime, acting_user: User) -> Incident:
     """Play resumed at `resumed_at`, within 30 minutes of the failure: closed, no payout."""
     require_role(acting_user, CAN_PREPARE, "mark play resumed")
-    fresh = _locked(incident)
-    _require_open(fresh, "mark play resumed")
-    problems = _check_moment(
-        resumed_at, "resumed_at", not_before=fresh.failed_at, not_before_what="the failure"
+    fresh = _locked_open_since_failure(
+        incident, resumed_at, "resumed_at", doing="mark play resumed", what="resumption"
     )
-    if problems:
-        raise Refused("The resumption was refused.", problems=problems)
     if resumed_at > fresh.deadline:
         raise Refused(
             f"The 30-minute window passed at {fresh.deadline:%Y-%m-%d %H:%M:%S} UTC: play "
@@ -291,14 +407,14 @@ def mark_resumed(incident, *, resumed_at, acting_user):
     return _sync(incident)
 
 
-def _cancel(fresh, *, because, reason, acting_user):
+def _cancel(fresh: Incident, *, because: str, reason: str, acting_user: User | None) -> None:
     now = timezone.now()
     changed = Incident.objects.filter(pk=fresh.pk, status=Incident.Status.OPEN).update(
         status=Incident.Status.CANCELLED,
         cancelled_at=now,
         cancelled_because=because,
         cancel_reason=reason,
-        closed_by=acting_user if acting_user is not None else None,
+        closed_by=acting_user,
     )
     if not changed:
         raise Refused(f"Incident {fresh.pk} was closed at the same time.")
@@ -314,12 +430,10 @@ def _cancel(fresh, *, because, reason, acting_user):
 
 
 @transaction.atomic
-def declare_not_resumable(incident, *, reason, acting_user):
+def declare_not_resumable(incident: Incident, *, reason: str, acting_user: User) -> Incident:
     """A manager's decision that play cannot resume: the tournament is cancelled now."""
     require_role(acting_user, CAN_DECIDE, "declare a tournament not resumable")
-    reason = (reason or "").strip()
-    if not reason:
-        raise Refused("A reason is required.", problems=[("reason", "is required")])
+    reason = required_text(reason, "reason")
     fresh = _locked(incident)
     _require_open(fresh, "declare it not resumable")
     _cancel(
@@ -332,7 +446,7 @@ def declare_not_resumable(incident, *, reason, acting_user):
 
 
 @transaction.atomic
-def cancel_after_window(incident, *, acting_user):
+def cancel_after_window(incident: Incident, *, acting_user: User | None) -> Incident:
     """Cancel the tournament because play did not resume within 30 minutes of the failure.
 
     `acting_user` None is the system (the periodic check)."""
@@ -355,12 +469,12 @@ def cancel_after_window(incident, *, acting_user):
 
 
 @transaction.atomic
-def confirm_site_wide_issue(incident, *, justification, acting_user):
+def confirm_site_wide_issue(
+    incident: Incident, *, justification: str, acting_user: User
+) -> Incident:
     """A manager's finding that site-wide issues impaired play: selects the full refund."""
     require_role(acting_user, CAN_DECIDE, "confirm a site-wide issue")
-    justification = (justification or "").strip()
-    if not justification:
-        raise Refused("A justification is required.", problems=[("justification", "is required")])
+    justification = required_text(justification, "justification")
     fresh = _locked(incident)
     if fresh.status == Incident.Status.RESUMED:
         raise Refused(f"Incident {fresh.pk} closed with play resumed: there is no payout.")
@@ -391,7 +505,75 @@ def confirm_site_wide_issue(incident, *, justification, acting_user):
     return _sync(incident)
 
 
-def overdue_incidents(now=None):
+def overdue_incidents(now: datetime | None = None) -> QuerySet[Incident]:
     """Open incidents whose 30-minute window has passed (for the dashboard and the periodic check)."""
     now = now or timezone.now()
     return Incident.objects.filter(status=Incident.Status.OPEN, failed_at__lt=now - RESUME_WINDOW)
+
+
+def flag_overdue_incidents() -> list[int]:
+    """Flag each open incident past its 30-minute window once, and e-mail the managers once.
+
+    Nothing is cancelled here: staff cancel the incident (or declare it not resumable) and have
+    the refunds prepared. Returns the ids flagged by this run."""
+    flagged = []
+    candidates = Incident.objects.filter(
+        status=Incident.Status.OPEN,
+        failed_at__lte=timezone.now() - RESUME_WINDOW,
+        overdue_notified_at__isnull=True,
+    ).select_related("tournament")
+    for incident in candidates:
+        if _flag_overdue(incident):
+            flagged.append(incident.pk)
+    return flagged
+
+
+@transaction.atomic
+def _flag_overdue(incident: Incident) -> bool:
+    # Compare-and-set: two beat runs (or two workers) flag an incident only once.
+    now = timezone.now()
+    changed = Incident.objects.filter(
+        pk=incident.pk, status=Incident.Status.OPEN, overdue_notified_at__isnull=True
+    ).update(overdue_notified_at=now)
+    if not changed:
+        return False
+    record(
+        "incident.overdue_flagged",
+        incident,
+        actor=None,
+        after={"overdue_notified_at": now.isoformat(), "deadline": incident.deadline.isoformat()},
+        tournament=incident.tournament,
+    )
+    # The e-mail goes out only if the flag committed: never twice, never for nothing.
+    transaction.on_commit(partial(_notify_managers, incident.pk))
+    return True
+
+
+def _manager_emails() -> list[str]:
+    return list(
+        get_user_model()
+        .objects.filter(groups__name=MANAGER, is_active=True)
+        .exclude(email="")
+        .values_list("email", flat=True)
+        .distinct()
+    )
+
+
+def _notify_managers(incident_id: int) -> None:
+    incident = Incident.objects.select_related("tournament").get(pk=incident_id)
+    recipients = _manager_emails()
+    if not recipients:
+        log.warning("incident %s is overdue but no manager has an e-mail address", incident_id)
+        return
+    minutes = int((timezone.now() - incident.failed_at).total_seconds() // 60)
+    send_mail(
+        subject=f"Overdue incident: {incident.tournament.external_id} not resumed after 30 minutes",
+        message=(
+            f"Tournament {incident.tournament.external_id} ({incident.tournament.name}) failed at "
+            f"{incident.failed_at:%Y-%m-%d %H:%M} UTC, {minutes} minutes ago, and play has not "
+            "resumed. Under the policy it is cancelled: please cancel the incident and have the "
+            "refund proposal prepared."
+        ),
+        from_email=None,
+        recipient_list=recipients,
+    )

@@ -2,18 +2,9 @@
 
 from django.contrib import admin
 
+from refunds_admin.readonly_admin import ReadOnlyAdmin
+
 from .models import CashierDelivery, Credit, PostingJob
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Credit)

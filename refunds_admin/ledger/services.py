@@ -14,10 +14,13 @@ The flow, in the domain's words:
    proposal becomes `posted`.
 """
 
+from __future__ import annotations
+
 import logging
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -32,6 +35,11 @@ from refunds_admin.proposals.models import PayoutProposal
 from .models import CashierDelivery, Credit, PostingJob
 from .wallets import CashierStopped, get_wallet
 from .writers import book_chunk, chunk_keys, lines_summary
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +79,7 @@ def _tournament(proposal):
 # ---------------------------------------------------------------------------------------------
 
 
-def schedule_posting(proposal, *, actor):
+def schedule_posting(proposal: PayoutProposal, *, actor: User | None) -> PostingJob:
     """Record, in the caller's transaction, that this approved proposal must be posted.
 
     Called by approve_proposal. Writes the PostingJob outbox row (one per proposal) with the
@@ -101,7 +109,7 @@ def schedule_posting(proposal, *, actor):
     return job
 
 
-def kick_posting(proposal_id):
+def kick_posting(proposal_id: int) -> bool:
     """Queue the posting task. Never raises: with the broker down the job stays in the outbox
     and the sweeper queues it later. Returns whether the task was queued (or ran, in-process)."""
     from .tasks import post_proposal
@@ -119,7 +127,7 @@ def kick_posting(proposal_id):
         return False
 
 
-def sweep_unposted(*, stale_after=None):
+def sweep_unposted(*, stale_after: timedelta | None = None) -> list[int]:
     """Queue again every approved proposal that is not posted and not being posted.
 
     That is: jobs queued but not started for a while (the broker was down, or the message was
@@ -127,7 +135,7 @@ def sweep_unposted(*, stale_after=None):
     elsewhere is safe to queue again: the job lock turns the second run into a no-op.
     """
     cutoff = timezone.now() - (_stale_after() if stale_after is None else stale_after)
-    requeued = []
+    requeued: list[int] = []
     # Approved proposals without an outbox row (approved before the outbox existed): add one;
     # schedule_posting queues it when its transaction commits.
     for proposal in PayoutProposal.objects.filter(status=Status.APPROVED, posting_job=None):
@@ -170,7 +178,7 @@ def _job_lock(proposal_id):
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, proposal_id])
 
 
-def post_proposal(proposal_id, *, max_chunks=None):
+def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
     """Post every credit of an approved proposal that is not posted yet. Idempotent.
 
     `max_chunks` stops after that many chunks, leaving the job running (to be continued by the
@@ -405,7 +413,7 @@ def _fail(job, reason):
 
 
 @transaction.atomic
-def resume_posting(proposal, *, acting_user):
+def resume_posting(proposal: PayoutProposal, *, acting_user: User) -> None:
     """A manager sends a failed posting job back to the queue; it continues where it stopped."""
     require_role(acting_user, CAN_DECIDE, "resume posting")
     job = PostingJob.objects.select_for_update().filter(proposal_id=proposal.pk).first()
@@ -448,7 +456,7 @@ def resume_posting(proposal, *, acting_user):
 # ---------------------------------------------------------------------------------------------
 
 
-def posting_progress(proposal):
+def posting_progress(proposal: PayoutProposal) -> dict[str, Any]:
     """What the progress bar shows. Before approval there is no job: state None."""
     job = PostingJob.objects.filter(proposal_id=proposal.pk).first()
     if job is None:
@@ -477,20 +485,20 @@ def posting_progress(proposal):
     }
 
 
-def player_credits(player_id):
+def player_credits(player_id: str) -> dict[str, Any]:
     """Every credit a player received, newest proposal first, with balances per currency."""
     credits = list(
         Credit.objects.filter(player_id=player_id)
         .select_related("proposal__incident__tournament")
         .order_by("-proposal_id", "entry_id", "key")
     )
-    balances = {}
+    balances: dict[str, int] = {}
     for credit in credits:
         balances[credit.currency] = balances.get(credit.currency, 0) + credit.amount_cents
     return {"credits": credits, "balances": balances}
 
 
-def player_balances(player_id):
+def player_balances(player_id: str) -> dict[str, int]:
     """{currency: cents}: a player's balance follows from their credits."""
     return dict(
         Credit.objects.filter(player_id=player_id)
@@ -500,7 +508,7 @@ def player_balances(player_id):
     )
 
 
-def reconcile(proposal_ids=None):
+def reconcile(proposal_ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
     """Per approved proposal (or only those in `proposal_ids`): approved total vs credits booked
     (and vs the cashier when one is configured). Rows with `ok` False are mismatches."""
     from .wallets import cashier_from_settings

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
+from refunds_admin.payouts.money import format_cents, parse_amount
+
 log = logging.getLogger(__name__)
 
 
@@ -36,15 +38,6 @@ class InternalLedger:
 
     def deliver(self, keys, proposal, heartbeat=None):
         return None
-
-
-def _cents_to_text(cents):
-    return f"{cents // 100}.{cents % 100:02d}"
-
-
-def _text_to_cents(text):
-    units, _, frac = str(text).partition(".")
-    return int(units) * 100 + int((frac + "00")[:2])
 
 
 @dataclass
@@ -182,7 +175,8 @@ class CashierWallet:
         if status != 200 or payload is None:
             raise CashierUnavailable(f"cashier answered {status} to the reconciliation query")
         return [
-            {**c, "amount_cents": _text_to_cents(c["amount"])} for c in payload.get("credits", [])
+            {**c, "amount_cents": parse_amount(str(c["amount"]))}
+            for c in payload.get("credits", [])
         ]
 
     # -- what the posting job calls ----------------------------------------------------------------
@@ -206,7 +200,7 @@ class CashierWallet:
             body = {
                 "player_id": credit.player_id,
                 "currency": credit.currency,
-                "amount": _cents_to_text(credit.amount_cents),
+                "amount": format_cents(credit.amount_cents),
                 "reference": f"proposal {proposal.pk} / entry {credit.entry_id} / {credit.component}",
                 "memo": f"Tournament {tournament} cancelled: {credit.get_component_display()}",
             }

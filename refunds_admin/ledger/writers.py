@@ -18,6 +18,10 @@ from .models import COMPONENT_FIELDS, Credit, credit_key
 
 _AMOUNT_FIELDS = [field for _, field in COMPONENT_FIELDS]
 _LINE_FIELDS = ["position", "entry_id", "player_id", *_AMOUNT_FIELDS]
+# Table names from the models, never spelled out in the SQL below (plain identifiers: Django's
+# default names need no quoting).
+_LINES_TABLE = PayoutLine._meta.db_table
+_CREDITS_TABLE = Credit._meta.db_table
 
 
 def _postgres():
@@ -40,7 +44,7 @@ SELECT encode(sha256(convert_to(
        count(*),
        coalesce(sum({" + ".join(f"({f} > 0)::int" for f in _AMOUNT_FIELDS)}), 0),
        coalesce(sum({" + ".join(_AMOUNT_FIELDS)}), 0)
-FROM proposals_payoutline WHERE proposal_id = %(proposal)s
+FROM {_LINES_TABLE} WHERE proposal_id = %(proposal)s
 """
 _FINGERPRINT_FIELDS = [
     "entry_id", "player_id", "buy_in_refund_cents", "next_prize_cents",
@@ -82,7 +86,7 @@ def lines_summary_in_python(proposal):
 _VALUES = ", ".join(f"('{component}', c.{field})" for component, field in COMPONENT_FIELDS)
 _CHUNK_SQL = f"""
 WITH chunk AS (
-    SELECT {", ".join(_LINE_FIELDS)} FROM proposals_payoutline
+    SELECT {", ".join(_LINE_FIELDS)} FROM {_LINES_TABLE}
     WHERE proposal_id = %(proposal)s AND position > %(after)s
     ORDER BY position LIMIT %(size)s
 ), credits AS (
@@ -91,7 +95,7 @@ WITH chunk AS (
     FROM chunk c CROSS JOIN LATERAL (VALUES {_VALUES}) AS v(component, amount)
     WHERE v.amount > 0
 ), booked AS (
-    INSERT INTO ledger_credit (key, proposal_id, entry_id, component, player_id, currency,
+    INSERT INTO {_CREDITS_TABLE} (key, proposal_id, entry_id, component, player_id, currency,
                                amount_cents, created_at)
     SELECT key, %(proposal)s, entry_id, component, player_id, %(currency)s, amount, now()
     FROM credits

@@ -1,9 +1,10 @@
 import contextlib
 import gc
+from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def paused_gc():
+def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while building many small objects.
 
     The engine allocates hundreds of thousands of tuples and no reference cycles; left on, the

@@ -9,17 +9,24 @@ import argparse
 import gc
 import json
 import sys
-from itertools import repeat
+from collections.abc import Sequence
 from json.encoder import encode_basestring
+from typing import Protocol, TextIO
 
 from ._gc import paused_gc
-from .money import format_cents
-from .rules import compute_proposal
+from .money import format_cents, format_cents_column
+from .rules import LineColumns, Proposal, compute_proposal
 from .snapshot import SnapshotError, parse_snapshot
 from .statement import explain
 
 
-def build_parser(parser=None):
+class Writer(Protocol):
+    """Where text goes: a file, sys.stdout, or a management command's output wrapper."""
+
+    def write(self, text: str, /) -> object: ...
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(prog="manage.py compute_payouts")
     parser.add_argument("file", help="snapshot JSON file, or - to read stdin")
     parser.add_argument(
@@ -33,7 +40,13 @@ def build_parser(parser=None):
     return parser
 
 
-def main(argv=None, *, stdin=None, stdout=None, stderr=None):
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: Writer | None = None,
+    stderr: Writer | None = None,
+) -> int:
     # A short-lived process that builds a million small objects and no reference cycles: the
     # cyclic garbage collector would only walk the snapshot over and over.
     gc.disable()
@@ -49,7 +62,15 @@ def main(argv=None, *, stdin=None, stdout=None, stderr=None):
     )
 
 
-def run(file, explain_entry, *, stdin, stdout, stderr, fingerprint=False):
+def run(
+    file: str,
+    explain_entry: str | None,
+    *,
+    stdin: TextIO,
+    stdout: Writer,
+    stderr: Writer,
+    fingerprint: bool = False,
+) -> int:
     try:
         raw = stdin.buffer.read() if file == "-" else _read(file)
     except OSError as exc:
@@ -78,18 +99,18 @@ def run(file, explain_entry, *, stdin, stdout, stderr, fingerprint=False):
     return 0
 
 
-def _read(path):
+def _read(path: str) -> bytes:
     with open(path, "rb") as fh:
         return fh.read()
 
 
-def write_proposal_json(proposal, out, *, fingerprint=False):
+def write_proposal_json(proposal: Proposal, out: Writer, *, fingerprint: bool = False) -> None:
     """The proposal JSON with one line per entry: readable, and fast for 250k entries."""
     with paused_gc():
         _write_proposal_json(proposal, out, fingerprint)
 
 
-def _write_proposal_json(proposal, out, fingerprint):
+def _write_proposal_json(proposal: Proposal, out: Writer, fingerprint: bool) -> None:
     doc = proposal.to_json(with_lines=False, with_fingerprint=fingerprint)
     amounts = _CentsText()
     head = json.dumps(doc, indent=1, ensure_ascii=False)
@@ -97,16 +118,15 @@ def _write_proposal_json(proposal, out, fingerprint):
     columns = proposal.columns
     total = len(columns.entry_id)
     for start in range(0, total, 16384):
-        ids, players, _, statuses, chips, b, n, c, f, t, capped = (
-            col[start : start + 16384] for col in columns
-        )
+        w = LineColumns._make(col[start : start + 16384] for col in columns)
         text = ",\n".join(
             map(
                 _LINE.format,
-                map(encode_basestring, ids), map(encode_basestring, players), statuses, chips,
-                map(amounts.__getitem__, b), map(amounts.__getitem__, n), _cents_text(c),
-                map(amounts.__getitem__, f), _cents_text(t),
-                map(_BOOL.__getitem__, capped),
+                map(encode_basestring, w.entry_id), map(encode_basestring, w.player_id), w.status,
+                w.chips, map(amounts.__getitem__, w.buy_in_refund),
+                map(amounts.__getitem__, w.next_prize), format_cents_column(w.chip_equity),
+                map(amounts.__getitem__, w.fee_refund), format_cents_column(w.total),
+                map(_BOOL.__getitem__, w.capped),
             )
         )  # fmt: skip
         out.write(text)
@@ -121,15 +141,10 @@ _LINE = (
 _BOOL = {True: "true", False: "false"}
 
 
-def _cents_text(column):
-    """Cents -> "815.33" for a column of mostly different amounts, in C (map, divmod, %)."""
-    return map("%d.%02d".__mod__, map(divmod, column, repeat(100)))
-
-
-class _CentsText(dict):
+class _CentsText(dict[int, str]):
     """Cents -> "815.33", remembered: fees, refunds and next prizes repeat on every line."""
 
-    def __missing__(self, cents):
+    def __missing__(self, cents: int) -> str:
         text = self[cents] = format_cents(cents)
         return text
 

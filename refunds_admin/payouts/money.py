@@ -5,6 +5,8 @@ In files and APIs an amount is a JSON string of ASCII digits with at most two de
 """
 
 import re
+from collections.abc import Iterable, Iterator
+from itertools import repeat
 
 _AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]{1,2})?")
 # Far above any real prize pool, and still inside a PostgreSQL bigint of cents.
@@ -31,7 +33,7 @@ class AmountError(ValueError):
     pass
 
 
-def parse_amount(value):
+def parse_amount(value: object) -> int:
     """`"30.5"` -> 3050. Raises AmountError with a message fit to follow a field name."""
     if not isinstance(value, str):
         raise AmountError(f"amount must be a string like 30.00, not a JSON {_json_type(value)}")
@@ -48,28 +50,54 @@ def parse_amount(value):
     return cents
 
 
-def format_cents(cents):
-    """81533 -> "815.33" (the interchange format: no sign, no separators)."""
-    if cents < 0:
-        return "-" + format_cents(-cents)
-    return f"{cents // 100}.{cents % 100:02d}"
+def to_cents(value: int | str | None) -> int | None:
+    """Cents from an int, or from a decimal string such as a proposal summary stores ("30.5",
+    "-815.33"); None or "" is no amount. Floats are refused: money never passes through one."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool | float) or not isinstance(value, int | str):
+        raise TypeError(f"money is integer cents or a decimal string, never {value!r}")
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    negative = text.startswith("-")
+    cents = parse_amount(text.removeprefix("-"))
+    return -cents if negative else cents
 
 
-def display(cents, currency, *, drop_zero_cents=False):
-    """81533, "USD" -> "$815.33"; 1750000 -> "$17,500.00" (or "$17,500" with drop_zero_cents).
+def format_cents(cents: int, *, grouped: bool = False) -> str:
+    """81533 -> "815.33" (the interchange format: no separators); grouped=True, for people:
+    3015000 -> "30,150.00"."""
+    sign = "-" if cents < 0 else ""
+    whole, frac = divmod(abs(cents), 100)
+    return f"{sign}{whole:,}.{frac:02d}" if grouped else f"{sign}{whole}.{frac:02d}"
 
-    For people: thousands separators and the currency's symbol, or its code for the others.
-    """
+
+def format_cents_column(column: Iterable[int]) -> Iterator[str]:
+    """format_cents over a column of non-negative amounts, lazily and in C (map, divmod, %):
+    a 250k-line proposal is written without a Python call per amount."""
+    return map("%d.%02d".__mod__, map(divmod, column, repeat(100)))
+
+
+def display(
+    cents: int, currency: str, *, symbol: bool = True, drop_zero_cents: bool = False
+) -> str:
+    """An amount for people, with thousands separators and its currency:
+    81533, "USD" -> "$815.33"; symbol=False -> "USD 815.33"; a currency without a common symbol
+    keeps its code ("CHF 1.00"); 1750000 with drop_zero_cents -> "$17,500". No currency: the
+    number alone."""
     sign = "-" if cents < 0 else ""
     cents = abs(cents)
     number = f"{cents // 100:,}"
     if not (drop_zero_cents and cents % 100 == 0):
         number += f".{cents % 100:02d}"
-    symbol = _SYMBOLS.get(currency)
-    return f"{sign}{symbol}{number}" if symbol else f"{sign}{currency} {number}"
+    mark = _SYMBOLS.get(currency) if symbol else None
+    if mark:
+        return f"{sign}{mark}{number}"
+    return f"{currency} {sign}{number}" if currency else f"{sign}{number}"
 
 
-def _json_type(value):
+def _json_type(value: object) -> str:
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, (int, float)):

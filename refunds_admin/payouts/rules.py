@@ -6,17 +6,18 @@ Pure: snapshot + incident facts in, proposal out. Integer cents and integer comp
 
 import hashlib
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
 from functools import cached_property
 from itertools import compress, islice, repeat
 from operator import add, eq, mul
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ._gc import paused_gc
 from .money import format_cents
-from .snapshot import ACTIVE, Instant, Problem, SnapshotError
+from .snapshot import ACTIVE, EntryColumns, Instant, Problem, Snapshot, SnapshotError
 
 FULL_REFUND = "full_refund"
 IN_THE_MONEY = "in_the_money"
@@ -48,17 +49,21 @@ class Line(NamedTuple):
 class LineColumns(NamedTuple):
     """The proposal's lines column by column, in snapshot order (see EntryColumns)."""
 
-    entry_id: list
-    player_id: list
-    screen_name: list
-    status: list
-    chips: list
-    buy_in_refund: list
-    next_prize: list
-    chip_equity: list
-    fee_refund: list
-    total: list
-    capped: list
+    entry_id: list[str]
+    player_id: list[str]
+    screen_name: list[str]
+    status: list[str]
+    chips: list[int]
+    buy_in_refund: list[int]
+    next_prize: list[int]
+    chip_equity: list[int]
+    fee_refund: list[int]
+    total: list[int]
+    capped: list[bool]
+
+    @classmethod
+    def empty(cls) -> "LineColumns":
+        return cls([], [], [], [], [], [], [], [], [], [], [])
 
 
 @dataclass
@@ -69,19 +74,19 @@ class Proposal:
     rule: str
     elapsed_seconds: Fraction  # failed_at - starts_at, exact
     site_wide_issue: bool
-    columns: LineColumns | None = None
-    summary: dict = field(default_factory=dict)  # amounts in cents
-    warnings: list = field(default_factory=list)
+    columns: LineColumns = field(default_factory=LineColumns.empty)
+    summary: dict[str, int] = field(default_factory=dict)  # amounts in cents
+    warnings: list[str] = field(default_factory=list)
     # How the chip equity was shared among the uncapped entries, for statements.
     equity_chips: int = 0  # chips of the entries that shared the equity pool after capping
     equity_shared: int = 0  # cents shared among them (E')
 
     @cached_property
-    def lines(self):
+    def lines(self) -> list[Line]:
         """The lines as Line tuples (built on first use from the columns)."""
         return list(map(Line._make, zip(*self.columns)))
 
-    def fingerprint(self):
+    def fingerprint(self) -> str:
         c = self.columns
         rows = zip(
             c.entry_id,
@@ -94,7 +99,7 @@ class Proposal:
         )
         return fingerprint_lines(self.external_id, self.currency, self.rule, rows)
 
-    def line_for(self, entry_id):
+    def line_for(self, entry_id: str) -> Line:
         try:
             return Line._make(
                 column[self.columns.entry_id.index(entry_id)] for column in self.columns
@@ -102,12 +107,12 @@ class Proposal:
         except ValueError:
             raise KeyError(entry_id) from None
 
-    def to_json(self, *, with_fingerprint=True, with_lines=True):
+    def to_json(self, *, with_fingerprint: bool = True, with_lines: bool = True) -> dict[str, Any]:
         """The payout-proposal/1 document (amounts as strings)."""
         money_keys = {"remaining_pool", "guaranteed", "equity_pool", "fee_refunds", "buy_in_refunds",
                       "next_prizes", "chip_equity", "first_place_cap", "prizes_awarded", "total"}  # fmt: skip
         summary = {k: (format_cents(v) if k in money_keys else v) for k, v in self.summary.items()}
-        doc = {
+        doc: dict[str, Any] = {
             "format": PROPOSAL_FORMAT,
             "tournament": self.external_id,
             "currency": self.currency,
@@ -122,7 +127,7 @@ class Proposal:
         return doc
 
 
-def line_json(ln):
+def line_json(ln: Line) -> dict[str, str | int | bool]:
     return {
         "entry_id": ln.entry_id,
         "player_id": ln.player_id,
@@ -137,7 +142,12 @@ def line_json(ln):
     }
 
 
-def fingerprint_lines(external_id, currency, rule, rows):
+def fingerprint_lines(
+    external_id: str,
+    currency: str,
+    rule: str,
+    rows: Iterable[tuple[str, str, int, int, int, int, int]],
+) -> str:
     """SHA-256 of the canonical lines: what a manager approves and what posting re-checks.
 
     `rows` yields (entry_id, player_id, buy_in_refund, next_prize, chip_equity, fee_refund, total)
@@ -146,9 +156,9 @@ def fingerprint_lines(external_id, currency, rule, rows):
     """
     h = hashlib.sha256()
     h.update(fingerprint_header(external_id, currency, rule).encode())
-    rows = iter(rows)
+    remaining = iter(rows)
     while True:
-        chunk = list(islice(rows, 16384))
+        chunk = list(islice(remaining, 16384))
         if not chunk:
             return h.hexdigest()
         ids, players, b, n, c, f, t = zip(*chunk)
@@ -161,11 +171,11 @@ def fingerprint_lines(external_id, currency, rule, rows):
 _CANONICAL = "{}:{}{}:{}{},{},{},{},{}\n"
 
 
-def fingerprint_header(external_id, currency, rule):
+def fingerprint_header(external_id: str, currency: str, rule: str) -> str:
     return f"{PROPOSAL_FORMAT}\n{len(external_id)}:{external_id}|{currency}|{rule}\n"
 
 
-def _instant(value, what):
+def _instant(value: Instant | datetime, what: str) -> Instant:
     if value is None:
         return None
     if isinstance(value, Instant):
@@ -178,12 +188,12 @@ def _instant(value, what):
     raise TypeError(f"{what} must be a datetime or Instant")
 
 
-def elapsed_seconds(snapshot, failed_at):
+def elapsed_seconds(snapshot: Snapshot, failed_at: Instant | datetime) -> Fraction:
     """Exact seconds from the actual start to the failure (negative when it failed before)."""
     return _instant(failed_at, "incident.failed_at").exact - snapshot.starts_at.exact
 
 
-def select_rule(snapshot, failed_at, site_wide_issue):
+def select_rule(snapshot: Snapshot, failed_at: Instant | datetime, site_wide_issue: bool) -> str:
     """The rule id the timing and management's site-wide finding select (payout-rules.md)."""
     if site_wide_issue or elapsed_seconds(snapshot, failed_at) <= EARLY_FAILURE_SECONDS:
         return FULL_REFUND
@@ -191,13 +201,20 @@ def select_rule(snapshot, failed_at, site_wide_issue):
     return IN_THE_MONEY if active <= snapshot.last_paid_place else NOT_IN_THE_MONEY
 
 
-def compute_proposal(snapshot, *, failed_at=None, site_wide_issue=None):
+def compute_proposal(
+    snapshot: Snapshot,
+    *,
+    failed_at: Instant | datetime | None = None,
+    site_wide_issue: bool | None = None,
+) -> Proposal:
     """Snapshot + incident facts -> Proposal. Arguments override the snapshot's own incident."""
     with paused_gc():
         return _compute_proposal(snapshot, failed_at, site_wide_issue)
 
 
-def _compute_proposal(snapshot, failed_at, site_wide_issue):
+def _compute_proposal(
+    snapshot: Snapshot, failed_at: Instant | datetime | None, site_wide_issue: bool | None
+) -> Proposal:
     if failed_at is None and snapshot.incident is not None:
         failed_at = snapshot.incident.failed_at
     if failed_at is None:
@@ -225,7 +242,7 @@ def _compute_proposal(snapshot, failed_at, site_wide_issue):
     return proposal
 
 
-def _full_refund(snapshot, proposal):
+def _full_refund(snapshot: Snapshot, proposal: Proposal) -> None:
     """Policy rule 1: every entry, active or eliminated, gets back what it paid. Nothing else."""
     e = snapshot.columns
     m = len(e.entry_id)
@@ -253,11 +270,11 @@ def _full_refund(snapshot, proposal):
     }
 
 
-def _awarded_total(columns):
+def _awarded_total(columns: EntryColumns) -> int:
     return sum(filter(None, columns.prize_awarded))
 
 
-def _rule_two(snapshot, proposal):
+def _rule_two(snapshot: Snapshot, proposal: Proposal) -> None:
     """Policy rule 2: guaranteed part + chip equity (capped at first prize) + fee refund.
 
     Works column by column (map, compress, zip run in C): a quarter of a million entries must
@@ -291,7 +308,7 @@ def _rule_two(snapshot, proposal):
         remaining_pool = sum(snapshot.place_amounts)
         guaranteed = list(map(mul, buy_ins, is_active))
 
-    problems = []
+    problems: list[Problem] = []
     if max(guaranteed) > first_prize:
         for i in active:
             if guaranteed[i] > first_prize and len(problems) < 20:
@@ -356,7 +373,9 @@ def _rule_two(snapshot, proposal):
     assert guaranteed_total + total_equity == remaining_pool
 
 
-def share_chip_equity(pool, chips, guaranteed, cap, entry_ids):
+def share_chip_equity(
+    pool: int, chips: list[int], guaranteed: list[int], cap: int, entry_ids: list[str]
+) -> tuple[list[int], list[bool], int, int]:
     """Split `pool` cents by chips with the first-place cap, then round once (payout-rules.md).
 
     Returns (equity cents per entry, capped flag per entry, chips of the uncapped entries,
@@ -373,7 +392,7 @@ def share_chip_equity(pool, chips, guaranteed, cap, entry_ids):
     total_chips = sum(chips)
     headroom = [cap - g for g in guaranteed]
 
-    def passes_cap(k):
+    def passes_cap(k: int) -> bool:
         # guaranteed + remaining * chips / total_chips > cap, in integers
         return remaining > 0 and remaining * chips[k] > headroom[k] * total_chips
 
@@ -388,7 +407,11 @@ def share_chip_equity(pool, chips, guaranteed, cap, entry_ids):
         for k in holders:
             groups.setdefault(headroom[k], []).append(k)
 
-    def urgency(k):  # smaller first; headroom 0 first of all (any share would pass the cap)
+    def urgency(
+        k: int,
+    ) -> tuple[
+        int, int | Fraction
+    ]:  # smaller first; headroom 0 first of all (any share would pass the cap)
         return (0, -chips[k]) if headroom[k] == 0 else (1, -Fraction(chips[k], headroom[k]))
 
     heads = [max(ks, key=chips.__getitem__) for ks in groups.values()]
@@ -421,7 +444,7 @@ def share_chip_equity(pool, chips, guaranteed, cap, entry_ids):
     return equity, capped, total_chips, remaining
 
 
-def round_shares(pool, total_chips, chips, entry_ids):
+def round_shares(pool: int, total_chips: int, chips: list[int], entry_ids: list[str]) -> list[int]:
     """Exact shares pool * chips / total_chips rounded once, so that they add up to pool.
 
     Floors in cents first; then the cents left over, one each, to the largest remainders. Ties go
@@ -443,7 +466,7 @@ def round_shares(pool, total_chips, chips, entry_ids):
     return shares
 
 
-def _warnings(snapshot, proposal):
+def _warnings(snapshot: Snapshot, proposal: Proposal) -> list[str]:
     """Facts the rules do not use but that must agree; shown to the approver, never fatal."""
     warnings = []
     n = proposal.summary["active"]
@@ -462,7 +485,7 @@ def _warnings(snapshot, proposal):
                 f"entries left and {last_paid} paid places none should have been awarded yet"
             )
     per_entry = []
-    for entry_id, status, finish_place, awarded in zip(
+    for entry_id, status, finish_place, prize in zip(
         e.entry_id, e.status, e.finish_place, e.prize_awarded
     ):
         if status == ACTIVE or finish_place is None:
@@ -471,9 +494,9 @@ def _warnings(snapshot, proposal):
             per_entry.append(
                 f"entry {entry_id} finished {finish_place}, but {n} entries are still active"
             )
-        elif awarded is not None and awarded != snapshot.prize_for_place(finish_place):
+        elif prize is not None and prize != snapshot.prize_for_place(finish_place):
             per_entry.append(
-                f"entry {entry_id} finished {finish_place} and was awarded {format_cents(awarded)}, "
+                f"entry {entry_id} finished {finish_place} and was awarded {format_cents(prize)}, "
                 f"but the prize table pays {format_cents(snapshot.prize_for_place(finish_place))} for that place"
             )
     warnings.extend(per_entry[:MAX_WARNINGS])

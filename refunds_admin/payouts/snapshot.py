@@ -7,13 +7,14 @@ every problem found (up to MAX_PROBLEMS), each naming its field or entry.
 
 import json
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from functools import cached_property
 from itertools import compress, repeat
 from operator import eq
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -50,19 +51,19 @@ class Problem:
     field: str
     message: str
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.field}: {self.message}"
 
 
 class SnapshotError(ValueError):
     """The snapshot (or the rules applied to it) is refused. `problems` lists every reason."""
 
-    def __init__(self, problems, more=0):
+    def __init__(self, problems: Iterable[Problem], more: int = 0) -> None:
         self.problems = list(problems)
         self.more = more
         super().__init__(str(self))
 
-    def __str__(self):
+    def __str__(self) -> str:
         text = "; ".join(str(p) for p in self.problems)
         if self.more:
             text += f"; and {self.more} more problems"
@@ -81,7 +82,7 @@ class Instant:
     exact: Fraction
 
     @classmethod
-    def from_datetime(cls, value):
+    def from_datetime(cls, value: datetime) -> "Instant":
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValueError("timestamp has no time zone offset")
         delta = value - datetime(1970, 1, 1, tzinfo=UTC)
@@ -125,18 +126,18 @@ class EntryColumns(NamedTuple):
     million entries costs a fraction of a second instead of seconds.
     """
 
-    entry_id: list
-    player_id: list
-    screen_name: list
-    status: list
-    chips: list
-    finish_place: list
-    prize_awarded: list
-    buy_in_paid: list
-    fee_paid: list
+    entry_id: list[str]
+    player_id: list[str]
+    screen_name: list[str]
+    status: list[str]
+    chips: list[int]
+    finish_place: list[int | None]
+    prize_awarded: list[int | None]
+    buy_in_paid: list[int]
+    fee_paid: list[int]
 
     @classmethod
-    def from_entries(cls, entries):
+    def from_entries(cls, entries: Sequence[Entry]) -> "EntryColumns":
         if not entries:
             return cls(*([] for _ in cls._fields))
         return cls(*map(list, zip(*entries)))
@@ -151,29 +152,29 @@ class Snapshot:
     fee: int
     starts_at: Instant
     chips_in_play: int | None
-    prizes: list
-    place_amounts: list  # index place-1 -> cents, for places 1..P (the last paid place)
+    prizes: list[PrizeRow]
+    place_amounts: list[int]  # index place-1 -> cents, for places 1..P (the last paid place)
     columns: EntryColumns
     incident: IncidentFacts | None
 
     @cached_property
-    def entries(self):
+    def entries(self) -> list[Entry]:
         """The entries as Entry tuples (built on first use from the columns)."""
         return list(map(Entry._make, zip(*self.columns)))
 
     @property
-    def active_count(self):
+    def active_count(self) -> int:
         return self.columns.status.count(ACTIVE)
 
     @property
-    def first_prize(self):
+    def first_prize(self) -> int:
         return self.place_amounts[0]
 
     @property
-    def last_paid_place(self):
+    def last_paid_place(self) -> int:
         return len(self.place_amounts)
 
-    def prize_for_place(self, place):
+    def prize_for_place(self, place: int) -> int:
         return self.place_amounts[place - 1] if 1 <= place <= len(self.place_amounts) else 0
 
 
@@ -183,7 +184,7 @@ _TIMESTAMP = re.compile(
 )
 
 
-def parse_timestamp(value):
+def parse_timestamp(value: object) -> Instant:
     """ISO 8601 with an offset -> Instant. Raises ValueError with a message for people."""
     if not isinstance(value, str):
         raise ValueError(f"must be an ISO 8601 timestamp string, not a JSON {_json_type(value)}")
@@ -219,20 +220,20 @@ def parse_timestamp(value):
 
 
 class _Problems:
-    def __init__(self):
-        self.items = []
+    def __init__(self) -> None:
+        self.items: list[Problem] = []
         self.more = 0
 
-    def add(self, field, message):
+    def add(self, field: str, message: str) -> None:
         if len(self.items) < MAX_PROBLEMS:
             self.items.append(Problem(field, message))
         else:
             self.more += 1
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self.items)
 
-    def raise_if_any(self):
+    def raise_if_any(self) -> None:
         if self.items:
             raise SnapshotError(self.items, self.more)
 
@@ -244,17 +245,17 @@ _BULK_KEYS = frozenset(
 )  # fmt: skip
 
 
-def _is_int(value):
+def _is_int(value: object) -> bool:
     return type(value) is int  # bool is an int in Python; JSON true is not a chip count
 
 
-def parse_snapshot(doc):
+def parse_snapshot(doc: bytes | bytearray | str | dict[str, Any]) -> Snapshot:
     """bytes, str or an already decoded dict -> Snapshot. Raises SnapshotError listing problems."""
     with paused_gc():
         return _parse_snapshot(doc)
 
 
-def _too_large(size, what="document", limit=None):
+def _too_large(size: int, what: str = "document", limit: int | None = None) -> SnapshotError:
     limit = limit or MAX_DOCUMENT_BYTES
     return SnapshotError(
         [
@@ -267,7 +268,7 @@ def _too_large(size, what="document", limit=None):
     )
 
 
-def _duplicate_key(text, doc):
+def _duplicate_key(text: str, doc: object) -> str | None:
     """The first key given twice in one JSON object, or None. orjson silently keeps the last
     value; another parser may keep the first, so such a document is refused.
 
@@ -285,10 +286,10 @@ def _duplicate_key(text, doc):
     return _find_duplicate(text)
 
 
-def _find_duplicate(text):
-    found = []
+def _find_duplicate(text: str) -> str | None:
+    found: list[str] = []
 
-    def pairs(items):
+    def pairs(items: list[tuple[str, object]]) -> None:
         seen = set()
         for key, _ in items:
             if key in seen and not found:
@@ -303,7 +304,7 @@ def _find_duplicate(text):
     return found[0] if found else None
 
 
-def _parse_snapshot(doc):
+def _parse_snapshot(doc: object) -> Snapshot:
     if isinstance(doc, (bytes, bytearray)):
         if len(doc) > MAX_DOCUMENT_BYTES:
             raise _too_large(len(doc))
@@ -313,7 +314,7 @@ def _parse_snapshot(doc):
             raise SnapshotError(
                 [Problem("document", f"is not UTF-8 text ({exc.reason})")]
             ) from None
-    if isinstance(doc, (str, bytes)):
+    if isinstance(doc, str):
         text = doc
         if len(text) > MAX_DOCUMENT_BYTES or (
             len(text) * 4 > MAX_DOCUMENT_BYTES and len(text.encode("utf-8")) > MAX_DOCUMENT_BYTES
@@ -374,10 +375,14 @@ def _parse_snapshot(doc):
                     "(an entry is missing or a chip count is wrong)",
                 )
     problems.raise_if_any()
+    # Without problems, both were read (a missing one is a problem).
+    assert tournament is not None and entries is not None
     return Snapshot(columns=entries, incident=incident, **tournament)
 
 
-def _object(parent, key, path, problems, *, required):
+def _object(
+    parent: dict[str, Any], key: str, path: str, problems: _Problems, *, required: bool
+) -> dict[str, Any] | None:
     value = parent.get(key, _MISSING)
     if value is _MISSING:
         if required:
@@ -389,11 +394,11 @@ def _object(parent, key, path, problems, *, required):
     return value
 
 
-def _shorten(value, limit=40):
+def _shorten(value: str, limit: int = 40) -> str:
     return value if len(value) <= limit else value[:limit] + "…"
 
 
-def text_problem(value, max_length):
+def text_problem(value: str, max_length: int) -> str | None:
     """Why a string cannot be stored (too long for its column, or a control character), or None.
 
     The one check for ids and names: the bulk path, the entry-by-entry path and the CSV form all
@@ -410,7 +415,16 @@ def text_problem(value, max_length):
     return None
 
 
-def _string(obj, key, path, problems, *, required, nonempty=False, max_length=MAX_NAME_LENGTH):
+def _string(
+    obj: dict[str, Any],
+    key: str,
+    path: str,
+    problems: _Problems,
+    *,
+    required: bool,
+    nonempty: bool = False,
+    max_length: int = MAX_NAME_LENGTH,
+) -> str | None:
     value = obj.get(key, _MISSING)
     if value is _MISSING:
         if required:
@@ -429,9 +443,17 @@ def _string(obj, key, path, problems, *, required, nonempty=False, max_length=MA
     return value
 
 
-def _whole_number(value, path, problems, *, low, high, what="a whole number"):
+def _whole_number(
+    value: object,
+    path: str,
+    problems: _Problems,
+    *,
+    low: int,
+    high: int,
+    what: str = "a whole number",
+) -> int | None:
     """An integer within [low, high] (the column's range), or None after naming the problem."""
-    if not _is_int(value):
+    if not isinstance(value, int) or isinstance(value, bool):
         problems.add(path, f"must be {what}, not a JSON {_json_type(value)}")
         return None
     if not low <= value <= high:
@@ -440,7 +462,15 @@ def _whole_number(value, path, problems, *, low, high, what="a whole number"):
     return value
 
 
-def _amount(obj, key, path, problems, *, required, default=None):
+def _amount(
+    obj: dict[str, Any],
+    key: str,
+    path: str,
+    problems: _Problems,
+    *,
+    required: bool,
+    default: int | None = None,
+) -> int | None:
     value = obj.get(key, _MISSING)
     if value is _MISSING:
         if required:
@@ -453,7 +483,7 @@ def _amount(obj, key, path, problems, *, required, default=None):
         return default
 
 
-def _parse_tournament(t, problems, last_place):
+def _parse_tournament(t: dict[str, Any], problems: _Problems, last_place: int) -> dict[str, Any]:
     external_id = _string(
         t,
         "external_id",
@@ -499,7 +529,9 @@ def _parse_tournament(t, problems, last_place):
     )  # fmt: skip
 
 
-def _parse_prizes(t, problems, last_place=MAX_PLACE):
+def _parse_prizes(
+    t: dict[str, Any], problems: _Problems, last_place: int = MAX_PLACE
+) -> tuple[list[PrizeRow], list[int]]:
     raw = t.get("prizes", _MISSING)
     if raw is _MISSING:
         problems.add("tournament.prizes", "is required")
@@ -508,7 +540,7 @@ def _parse_prizes(t, problems, last_place=MAX_PLACE):
         problems.add("tournament.prizes", f"must be a JSON array, not a JSON {_json_type(raw)}")
         return [], []
     rows = []
-    by_place = {}
+    by_place: dict[int, tuple[int, int]] = {}  # place -> (amount, index in prizes)
     ok = True
     for i, row in enumerate(raw):
         path = f"tournament.prizes[{i}]"
@@ -568,7 +600,7 @@ def _parse_prizes(t, problems, last_place=MAX_PLACE):
         description = (
             _string(row, "description", f"{path}.description", problems, required=False) or ""
         )
-        if place_from is None or amount is None:
+        if place_from is None or place_to is None or amount is None:
             ok = False
             continue
         rows.append(PrizeRow(place_from, place_to, amount, non_cash, description))
@@ -605,7 +637,9 @@ def _parse_prizes(t, problems, last_place=MAX_PLACE):
     return rows, place_amounts
 
 
-def _parse_entries(doc, tournament, problems):
+def _parse_entries(
+    doc: dict[str, Any], tournament: dict[str, Any] | None, problems: _Problems
+) -> EntryColumns | None:
     raw = doc.get("entries", _MISSING)
     if raw is _MISSING:
         problems.add("entries", "is required")
@@ -624,10 +658,12 @@ def _parse_entries(doc, tournament, problems):
     )
 
 
-def _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems):
+def _parse_entries_one_by_one(
+    raw: list[Any], default_buy_in: int | None, default_fee: int | None, problems: _Problems
+) -> list[Entry]:
     entries = []
-    seen_ids = {}
-    active_player = {}
+    seen_ids: dict[str, int] = {}
+    active_player: dict[str, str | None] = {}
     for i, e in enumerate(raw):
         if not isinstance(e, dict):
             problems.add(f"entries[{i}]", f"must be a JSON object, not a JSON {_json_type(e)}")
@@ -734,22 +770,23 @@ def _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems):
             else:
                 active_player[player_id] = entry_id
         entries.append(
+            # A value left None here is a problem already listed: the snapshot is refused.
             Entry(
-                entry_id,
-                player_id,
+                entry_id or "",
+                player_id or "",
                 screen_name,
-                status,
+                status or "",
                 chips,
                 finish_place,
                 prize_awarded,
-                buy_in_paid,
-                fee_paid,
+                buy_in_paid or 0,
+                fee_paid or 0,
             )
         )
     return entries
 
 
-def _parse_incident(doc, problems):
+def _parse_incident(doc: dict[str, Any], problems: _Problems) -> IncidentFacts | None:
     inc = _object(doc, "incident", "incident", problems, required=False)
     if inc is None:
         return None
@@ -769,7 +806,9 @@ def _parse_incident(doc, problems):
     return IncidentFacts(failed_at, site_wide)
 
 
-def _parse_entries_in_bulk(raw, default_buy_in, default_fee):
+def _parse_entries_in_bulk(
+    raw: list[Any], default_buy_in: int | None, default_fee: int | None
+) -> EntryColumns | None:
     """The same checks as the entry-by-entry path, column by column, for well-formed snapshots.
 
     A 250k-entry snapshot would spend seconds in per-entry Python; here each check runs over a
@@ -780,11 +819,13 @@ def _parse_entries_in_bulk(raw, default_buy_in, default_fee):
     n = len(raw)
     if n == 0 or set(map(type, raw)) != {dict} or not all(map(_BULK_KEYS.issuperset, raw)):
         return None
+    if default_buy_in is None or default_fee is None:
+        return None  # the tournament's buy-in or fee was refused: name every problem
 
-    def column(key, default=None):
+    def column(key: str, default: object = None) -> list[Any]:
         return list(map(dict.get, raw, repeat(key, n), repeat(default, n)))
 
-    def present(key):
+    def present(key: str) -> int:
         return sum(map(dict.__contains__, raw, repeat(key, n)))
 
     ids, players, statuses = column("entry_id"), column("player_id"), column("status")
@@ -833,7 +874,7 @@ def _parse_entries_in_bulk(raw, default_buy_in, default_fee):
     prize_awarded = _bulk_amounts(raw, "prize_awarded", None, present)
     buy_ins = _bulk_amounts(raw, "buy_in_paid", default_buy_in, present)
     fees = _bulk_amounts(raw, "fee_paid", default_fee, present)
-    if prize_awarded is False or buy_ins is False or fees is False:
+    if prize_awarded is None or buy_ins is None or fees is None:
         return None
     chips = [c or 0 for c in chips]
     return EntryColumns(
@@ -843,16 +884,21 @@ def _parse_entries_in_bulk(raw, default_buy_in, default_fee):
         statuses,
         chips,
         finish,
-        list(prize_awarded),
-        list(buy_ins),
-        list(fees),
+        prize_awarded,
+        buy_ins,
+        fees,
     )
 
 
-def _bulk_amounts(raw, key, default, present):
+_Default = TypeVar("_Default", int, None)
+
+
+def _bulk_amounts(
+    raw: list[Any], key: str, default: _Default, present: Callable[[str], int]
+) -> list[int | _Default] | None:
     n = len(raw)
     if not present(key):
-        return repeat(default, n)
+        return [default] * n
     values = list(map(dict.get, raw, repeat(key, n)))
     stated = [v for v in values if v is not None]
     if (
@@ -860,8 +906,8 @@ def _bulk_amounts(raw, key, default, present):
         or set(map(type, stated)) != {str}
         or not all(map(_AMOUNT.fullmatch, stated))
     ):
-        return False
+        return None
     try:
         return [default if v is None else parse_amount(v) for v in values]
     except AmountError:
-        return False
+        return None

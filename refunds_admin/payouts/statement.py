@@ -3,23 +3,25 @@
 and the text sent to players all use it.
 """
 
+from .labels import rule_label
 from .money import display
-from .rules import FULL_REFUND, IN_THE_MONEY
+from .rules import FULL_REFUND, IN_THE_MONEY, Proposal
 from .snapshot import ACTIVE
 
 
-def statement_lines(proposal, entry_id):
+def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
     """[(label, amount text or "")] for one entry; a ("", "") pair is a blank line."""
     line = proposal.line_for(entry_id)
     s = proposal.summary
     cur = proposal.currency
 
-    def money(cents, short=False):
+    def money(cents: int, short: bool = False) -> str:
         return display(cents, cur, drop_zero_cents=short)
 
     out = [
         (f"Tournament {proposal.external_id} {proposal.name}".rstrip() + ": cancelled", ""),
         (f"Entry {line.entry_id}, player {line.player_id}", ""),
+        (f"Payout rule: {rule_label(proposal.rule)}", ""),
         ("", ""),
     ]
     if proposal.rule == FULL_REFUND:
@@ -47,7 +49,10 @@ def statement_lines(proposal, entry_id):
     if in_money:
         out.append(("Remaining prize pool", money(s["remaining_pool"])))
         out.append(
-            (f"{money(per_entry, True)} for each of the {n:,} players remaining", money(guaranteed))
+            (
+                f"{money(guaranteed // n, True)} for each of the {n:,} players remaining",
+                money(guaranteed),
+            )
         )
     else:
         out.append(("Total prize pool", money(s["remaining_pool"])))
@@ -94,7 +99,7 @@ def statement_lines(proposal, entry_id):
     return out
 
 
-def explain(proposal, entry_id):
+def explain(proposal: Proposal, entry_id: str) -> str:
     """The statement as text: label and amount separated by a tab, as the policy prints it."""
     return "\n".join(
         f"{label}\t{amount}" if amount else label

@@ -11,11 +11,12 @@ be submitted again. An approved proposal is never replaced. A rejected proposal 
 and preparing again creates the next version.
 """
 
+from __future__ import annotations
+
 import hashlib
-from collections import OrderedDict
+from collections.abc import Callable
 from itertools import repeat
-from threading import Lock
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -25,14 +26,30 @@ from django.utils import timezone
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.bulk import insert_rows
-from refunds_admin.errors import Refused
+from refunds_admin.errors import Refused, required_text
 from refunds_admin.incidents.models import Incident
 from refunds_admin.ledger import services as ledger
-from refunds_admin.payouts import SnapshotError, compute_proposal, explain, parse_snapshot
+from refunds_admin.payouts import (
+    Proposal,
+    Snapshot,
+    SnapshotError,
+    compute_proposal,
+    explain,
+    parse_snapshot,
+)
+from refunds_admin.payouts.rules import LineColumns
+from refunds_admin.recent import Recent
 from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import engine_snapshot
 
 from .models import PayoutLine, PayoutProposal
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from django.contrib.auth.models import User
+
+_T = TypeVar("_T")
 
 Status = PayoutProposal.Status
 # Once approved, a proposal is what gets paid: nothing may replace it.
@@ -43,7 +60,7 @@ class ReplayResult(NamedTuple):
     matches: bool
     stored_fingerprint: str
     recomputed_fingerprint: str
-    differences: list
+    differences: list[str]
 
 
 # --------------------------------------------------------------------------------------------
@@ -51,7 +68,7 @@ class ReplayResult(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
-def _compute(parsed, failed_at, site_wide_issue):
+def _compute(parsed: Snapshot, failed_at: datetime, site_wide_issue: bool) -> Proposal:
     try:
         return compute_proposal(parsed, failed_at=failed_at, site_wide_issue=site_wide_issue)
     except SnapshotError as e:
@@ -61,15 +78,14 @@ def _compute(parsed, failed_at, site_wide_issue):
         ) from None
 
 
-def _summary_for_storage(result):
+def _summary_for_storage(result: Proposal) -> dict[str, str | int]:
     """The payout-proposal/1 summary (amounts as strings), formatted by the engine itself;
     the lines are left out of that document because they are stored as rows."""
     return result.to_json(with_fingerprint=False, with_lines=False)["summary"]
 
 
-_LINE_COLUMNS = (
-    "proposal_id",
-    "position",
+# A line's fields in the engine's column order (LineColumns): written from it, exported in it.
+LINE_FIELDS = (
     "entry_id",
     "player_id",
     "screen_name",
@@ -82,9 +98,12 @@ _LINE_COLUMNS = (
     "total_cents",
     "capped",
 )
+_LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS)
 
 
-def _insert_lines(proposal, columns, *, meanwhile=None):
+def _insert_lines(
+    proposal: PayoutProposal, columns: LineColumns, *, meanwhile: Callable[[], _T]
+) -> _T:
     """Write the proposal's lines in snapshot order (COPY on PostgreSQL), from the engine's columns."""
     c = columns
     rows = zip(
@@ -94,7 +113,9 @@ def _insert_lines(proposal, columns, *, meanwhile=None):
     return insert_rows(PayoutLine, _LINE_COLUMNS, rows, meanwhile=meanwhile)
 
 
-def _stale_reasons(proposal, incident, tournament):
+def _stale_reasons(
+    proposal: PayoutProposal, incident: Incident, tournament: Tournament
+) -> list[str]:
     """Why the proposal no longer describes the current facts (empty when it does)."""
     reasons = []
     if tournament.current_snapshot_id != proposal.snapshot_id:
@@ -106,7 +127,9 @@ def _stale_reasons(proposal, incident, tournament):
     return reasons
 
 
-def _refuse_if_stale(proposal, incident, tournament, doing):
+def _refuse_if_stale(
+    proposal: PayoutProposal, incident: Incident, tournament: Tournament, doing: str
+) -> None:
     reasons = _stale_reasons(proposal, incident, tournament)
     if reasons:
         raise Refused(
@@ -114,7 +137,7 @@ def _refuse_if_stale(proposal, incident, tournament, doing):
         )
 
 
-def _facts(p):
+def _facts(p: PayoutProposal) -> dict[str, str | int]:
     return {
         "status": p.status,
         "version": p.version,
@@ -131,7 +154,7 @@ def _facts(p):
 
 
 @transaction.atomic
-def prepare_proposal(incident, *, acting_user):
+def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal:
     """Compute the proposal for a cancelled incident from the tournament's current snapshot and
     store it as a draft (replacing a live draft or submitted one; see the module docstring)."""
     require_role(acting_user, CAN_PREPARE, "prepare proposals")
@@ -147,6 +170,8 @@ def prepare_proposal(incident, *, acting_user):
             f"Tournament {tournament.external_id} is frozen: a proposal was already approved."
         )
     snapshot = tournament.current_snapshot
+    if snapshot is None:
+        raise Refused(f"Tournament {tournament.external_id} has no snapshot; import one first.")
     live = (
         PayoutProposal.objects.select_for_update()
         .filter(incident=incident)
@@ -202,7 +227,7 @@ def prepare_proposal(incident, *, acting_user):
     return proposal
 
 
-def _locked(proposal):
+def _locked(proposal: PayoutProposal) -> PayoutProposal:
     return (
         PayoutProposal.objects.select_for_update()
         .select_related("incident", "incident__tournament")
@@ -210,7 +235,7 @@ def _locked(proposal):
     )
 
 
-def _require_status(proposal, status, doing):
+def _require_status(proposal: PayoutProposal, status: str, doing: str) -> None:
     if proposal.status != status:
         raise Refused(
             f"Proposal {proposal.pk} is {proposal.get_status_display().lower()}, not "
@@ -218,13 +243,13 @@ def _require_status(proposal, status, doing):
         )
 
 
-def _sync(proposal):
+def _sync(proposal: PayoutProposal) -> PayoutProposal:
     proposal.refresh_from_db()
     return proposal
 
 
 @transaction.atomic
-def submit_proposal(proposal, *, acting_user):
+def submit_proposal(proposal: PayoutProposal, *, acting_user: User) -> PayoutProposal:
     """Send a draft to the managers for approval."""
     require_role(acting_user, CAN_PREPARE, "submit proposals")
     fresh = _locked(proposal)
@@ -247,7 +272,9 @@ def submit_proposal(proposal, *, acting_user):
 
 
 @transaction.atomic
-def approve_proposal(proposal, *, acting_user, fingerprint):
+def approve_proposal(
+    proposal: PayoutProposal, *, acting_user: User, fingerprint: str
+) -> PayoutProposal:
     """A second person's approval: a manager who neither prepared nor submitted the proposal,
     quoting the fingerprint they saw. Freezes the tournament's snapshot and schedules posting in
     the same transaction (the posting job starts only after commit)."""
@@ -300,13 +327,11 @@ def approve_proposal(proposal, *, acting_user, fingerprint):
 
 
 @transaction.atomic
-def reject_proposal(proposal, *, acting_user, reason):
+def reject_proposal(proposal: PayoutProposal, *, acting_user: User, reason: str) -> PayoutProposal:
     """A manager sends a submitted proposal back with a reason; it may be prepared again as a
     new version."""
     require_role(acting_user, CAN_DECIDE, "reject proposals")
-    reason = (reason or "").strip()
-    if not reason:
-        raise Refused("A reason is required.", problems=[("reason", "is required")])
+    reason = required_text(reason, "reason")
     fresh = _locked(proposal)
     _require_status(fresh, Status.SUBMITTED, "reject")
     changed = PayoutProposal.objects.filter(pk=fresh.pk, status=Status.SUBMITTED).update(
@@ -347,7 +372,7 @@ _LINE_FIELDS = (
 MAX_DIFFERENCES = 20
 
 
-def replay_proposal(proposal):
+def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
     """Recompute the proposal from its stored snapshot document and timing, and compare.
 
     The auditor's check that history was not rewritten: the document must still match its
@@ -374,8 +399,12 @@ def replay_proposal(proposal):
         differences.append(f"rule: stored {proposal.rule}, recomputed {result.rule}")
     if proposal.approved_fingerprint and proposal.approved_fingerprint != proposal.fingerprint:
         differences.append("the approved fingerprint differs from the stored one")
-    stored = PayoutLine.objects.filter(proposal=proposal).order_by("position")
-    stored = stored.values_list(*(db for db, _ in _LINE_FIELDS)).iterator(chunk_size=5000)
+    stored = (
+        PayoutLine.objects.filter(proposal=proposal)
+        .order_by("position")
+        .values_list(*(db for db, _ in _LINE_FIELDS))
+        .iterator(chunk_size=5000)
+    )
     count = 0
     for count, (row, line) in enumerate(zip(stored, result.lines, strict=False), start=1):
         for value, (_column, attr) in zip(row, _LINE_FIELDS, strict=True):
@@ -392,32 +421,25 @@ def replay_proposal(proposal):
 
 
 # The engine's proposal behind a stored one, for statements (a player's "why did I get this?").
-_COMPUTED = OrderedDict()
-_COMPUTED_LOCK = Lock()
+_COMPUTED: Recent[tuple[int, str], Proposal] = Recent(size=2)
 
 
-def _engine_proposal(proposal):
-    key = (proposal.pk, proposal.fingerprint)
-    with _COMPUTED_LOCK:
-        if key in _COMPUTED:
-            _COMPUTED.move_to_end(key)
-            return _COMPUTED[key]
-    result = _compute(
-        engine_snapshot(proposal.snapshot), proposal.failed_at, proposal.site_wide_issue
-    )
-    if result.fingerprint() != proposal.fingerprint:
-        raise Refused(
-            f"Proposal {proposal.pk} no longer recomputes to its stored fingerprint; "
-            "replay it for details."
+def _engine_proposal(proposal: PayoutProposal) -> Proposal:
+    def recompute() -> Proposal:
+        result = _compute(
+            engine_snapshot(proposal.snapshot), proposal.failed_at, proposal.site_wide_issue
         )
-    with _COMPUTED_LOCK:
-        _COMPUTED[key] = result
-        while len(_COMPUTED) > 2:
-            _COMPUTED.popitem(last=False)
-    return result
+        if result.fingerprint() != proposal.fingerprint:
+            raise Refused(
+                f"Proposal {proposal.pk} no longer recomputes to its stored fingerprint; "
+                "replay it for details."
+            )
+        return result
+
+    return _COMPUTED.get((proposal.pk, proposal.fingerprint), recompute)
 
 
-def statement(proposal, entry_id):
+def statement(proposal: PayoutProposal, entry_id: str) -> str:
     """The entry's statement in the policy's layout (the same text as `compute_payouts
     --explain`), computed from the stored snapshot and checked against the stored fingerprint."""
     if not PayoutLine.objects.filter(proposal=proposal, entry_id=entry_id).exists():

@@ -5,29 +5,41 @@ nothing: the document, the tournament's fields, the prize table and every entry 
 transaction, or a `Refused` listing every problem is raised and nothing is stored.
 """
 
+from __future__ import annotations
+
 import csv
 import hashlib
 import io
 import json
 import re
 import secrets
-from collections import OrderedDict
+from collections.abc import Mapping
 from itertools import repeat
-from threading import Lock
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from refunds_admin import payouts as engine
 from refunds_admin.accounts.roles import CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
 from refunds_admin.bulk import insert_rows
 from refunds_admin.errors import Refused
 from refunds_admin.payouts import SnapshotError, parse_snapshot
-from refunds_admin.payouts.snapshot import MAX_CSV_BYTES
+from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
+from refunds_admin.recent import Recent
 
 from .models import ApiClient, Entry, PrizePlace, Snapshot, Tournament
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+# (field or CSV row, message), as `Refused.problems` lists them.
+Problems = list[tuple[str, str]]
+# Uploaded CSV data: the file's bytes, its text, or the file itself.
+CsvData = bytes | str | BinaryIO
 
 # --------------------------------------------------------------------------------------------
 # Reading stored snapshots back into the engine
@@ -36,32 +48,15 @@ from .models import ApiClient, Entry, PrizePlace, Snapshot, Tournament
 # A stored snapshot never changes (append-only versions), so its parsed form can be cached by id
 # and hash. The rule preview runs on every keystroke of the incident form; parsing a 100k-entry
 # document each time would make it sluggish. Two documents are enough for the usual work.
-_PARSED = OrderedDict()
-_PARSED_LOCK = Lock()
-_PARSED_SIZE = 2
+_PARSED: Recent[tuple[int, str], engine.Snapshot] = Recent(size=2)
 
 
-def engine_snapshot(snapshot):
+def engine_snapshot(snapshot: Snapshot) -> engine.Snapshot:
     """The engine's parsed `Snapshot` for a stored snapshot version (cached; it is immutable)."""
-    key = (snapshot.pk, snapshot.sha256)
-    with _PARSED_LOCK:
-        if key in _PARSED:
-            _PARSED.move_to_end(key)
-            return _PARSED[key]
-    parsed = parse_snapshot(snapshot.document)
-    _remember(key, parsed)
-    return parsed
+    return _PARSED.get((snapshot.pk, snapshot.sha256), lambda: parse_snapshot(snapshot.document))
 
 
-def _remember(key, parsed):
-    with _PARSED_LOCK:
-        _PARSED[key] = parsed
-        _PARSED.move_to_end(key)
-        while len(_PARSED) > _PARSED_SIZE:
-            _PARSED.popitem(last=False)
-
-
-def _problems_of(error):
+def _problems_of(error: SnapshotError) -> Problems:
     problems = [(p.field, p.message) for p in error.problems]
     if getattr(error, "more", 0):
         problems.append(("document", f"and {error.more} more problems not listed"))
@@ -73,7 +68,7 @@ def _problems_of(error):
 # --------------------------------------------------------------------------------------------
 
 
-def _document_text(raw):
+def _document_text(raw: bytes | bytearray | memoryview | str | dict[str, Any]) -> str:
     """The document as text, exactly as received: bytes must be UTF-8 (the format's encoding)."""
     if isinstance(raw, dict):
         return json.dumps(raw, indent=1, ensure_ascii=False) + "\n"
@@ -90,7 +85,7 @@ def _document_text(raw):
     raise TypeError(f"a snapshot document is bytes, str or dict, not {type(raw).__name__}")
 
 
-def _require_importer(acting_user):
+def _require_importer(acting_user: User | None) -> None:
     # None is the system: the command line run by an operator on the server, the demo loader.
     # A request always has a user (possibly anonymous), so a view can never pass None.
     if acting_user is not None:
@@ -98,13 +93,17 @@ def _require_importer(acting_user):
 
 
 @transaction.atomic
-def import_snapshot(raw, *, acting_user, source):
+def import_snapshot(
+    raw: bytes | str | dict[str, Any], *, acting_user: User | None, source: str
+) -> Snapshot:
     """Validate a `tournament-snapshot/1` document and store it as the tournament's next version.
 
     `acting_user` needs the support or manager role (None: the system, e.g. the command line).
     `raw` is the document as received (bytes or str; it is stored byte for byte with its
     SHA-256). Importing the `external_id` of a known tournament adds a snapshot version (the
-    incident may still be open while the platform sends a better snapshot); once a proposal was
+    incident may still be open while the platform sends a better snapshot: views, the API and
+    commands call `incidents.services.import_snapshot`, which keeps that incident's rule in
+    step with the new version); once a proposal was
     approved the tournament is frozen and a re-import is refused. Importing exactly the document
     of the current version again changes nothing and returns that version, so that a retried API
     call does not pile up identical versions.
@@ -121,7 +120,9 @@ def import_snapshot(raw, *, acting_user, source):
     return _store(parsed, text, sha256, acting_user=acting_user, source=source)
 
 
-def _store(parsed, text, sha256, *, acting_user, source):
+def _store(
+    parsed: engine.Snapshot, text: str, sha256: str, *, acting_user: User | None, source: str
+) -> Snapshot:
     fields = {
         "name": parsed.name,
         "currency": parsed.currency,
@@ -129,8 +130,9 @@ def _store(parsed, text, sha256, *, acting_user, source):
         "fee_cents": parsed.fee,
         "starts_at": parsed.starts_at.at,
     }
-    tournament = Tournament.objects.select_for_update().filter(external_id=parsed.external_id)
-    tournament = tournament.first()
+    tournament = (
+        Tournament.objects.select_for_update().filter(external_id=parsed.external_id).first()
+    )
     previous = None
     if tournament is None:
         try:
@@ -151,7 +153,6 @@ def _store(parsed, text, sha256, *, acting_user, source):
         previous = tournament.current_snapshot
         if previous is not None and previous.sha256 == sha256:
             return previous
-        _check_live_incident_still_fits(tournament, parsed)
         for name, value in fields.items():
             setattr(tournament, name, value)
 
@@ -181,7 +182,9 @@ def _store(parsed, text, sha256, *, acting_user, source):
     tournament.current_snapshot = snapshot
     tournament.save()
     # The rule preview and the proposal that usually follow need the parsed snapshot: keep it.
-    transaction.on_commit(lambda: _remember((snapshot.pk, sha256), parsed))
+    # Safe even if this transaction rolls back: the key holds the document's SHA-256, and the
+    # parsed form is a function of the document alone.
+    _PARSED.put((snapshot.pk, sha256), parsed)
 
     record(
         "snapshot.imported",
@@ -199,43 +202,7 @@ def _store(parsed, text, sha256, *, acting_user, source):
             "active": active,
         },
     )
-    _refresh_live_incident_rule(tournament, parsed, acting_user)
     return snapshot
-
-
-def _live_incident(tournament):
-    from refunds_admin.incidents.models import Incident
-
-    return (
-        Incident.objects.select_for_update()
-        .filter(tournament=tournament, status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED])
-        .first()
-    )
-
-
-def _check_live_incident_still_fits(tournament, parsed):
-    incident = _live_incident(tournament)
-    if incident is not None and incident.failed_at < parsed.starts_at.at:
-        raise Refused(
-            "The new snapshot starts after the recorded failure; nothing was imported.",
-            problems=[
-                (
-                    "tournament.starts_at",
-                    f"{parsed.starts_at.at.isoformat()} is after the incident's failed_at "
-                    f"{incident.failed_at.isoformat()}",
-                )
-            ],
-        )
-
-
-def _refresh_live_incident_rule(tournament, parsed, acting_user):
-    """A new snapshot may change the start, the active entries or the paid places: the rule the
-    live incident shows is recomputed so that it always describes the current snapshot."""
-    from refunds_admin.incidents.services import store_rule
-
-    incident = _live_incident(tournament)
-    if incident is not None:
-        store_rule(incident, parsed, acting_user=acting_user, why="snapshot re-imported")
 
 
 ENTRY_COLUMNS_IN_DB = (
@@ -253,7 +220,7 @@ ENTRY_COLUMNS_IN_DB = (
 )
 
 
-def _insert_entries(snapshot, columns):
+def _insert_entries(snapshot: Snapshot, columns: EntryColumns) -> None:
     """Write the entries in snapshot order (COPY on PostgreSQL), from the engine's columns;
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
     message is position 4."""
@@ -265,7 +232,7 @@ def _insert_entries(snapshot, columns):
     insert_rows(Entry, ENTRY_COLUMNS_IN_DB, rows)
 
 
-def export_snapshot(tournament):
+def export_snapshot(tournament: Tournament) -> str:
     """The current snapshot exactly as it was imported (importing it again round-trips)."""
     if tournament.current_snapshot_id is None:
         raise Refused(f"Tournament {tournament.external_id} has no snapshot.")
@@ -313,7 +280,7 @@ _TRUE = {"yes", "y", "true", "1", "x"}
 _FALSE = {"", "no", "n", "false", "0"}
 
 
-def _csv_text(data, what):
+def _csv_text(data: CsvData, what: str) -> str:
     if isinstance(data, (bytes, bytearray, str)) and len(data) > MAX_CSV_BYTES:
         raise Refused(
             f"The {what} is too large.",
@@ -338,7 +305,13 @@ def _csv_text(data, what):
     return data.lstrip("\ufeff")
 
 
-def _read_csv(data, what, columns, required, synonyms=None):
+def _read_csv(
+    data: CsvData,
+    what: str,
+    columns: tuple[str, ...],
+    required: tuple[str, ...],
+    synonyms: Mapping[str, str] | None = None,
+) -> tuple[list[tuple[int, dict[str, str]]], Problems]:
     """Rows of a CSV as (row number, dict); the header is row 1. Problems are collected."""
     problems = []
     text = _csv_text(data, what)
@@ -378,14 +351,14 @@ def _read_csv(data, what, columns, required, synonyms=None):
     return rows, problems
 
 
-def _entries_from_csv(data):
+def _entries_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], Problems]:
     rows, problems = _read_csv(data, "entries CSV", ENTRY_COLUMNS, ENTRY_REQUIRED)
     entries, where = [], []
     for number, row in rows:
         label = f"entries CSV row {number}" + (
             f" (entry {row['entry_id'][:40]})" if row.get("entry_id") else ""
         )
-        entry = {}
+        entry: dict[str, Any] = {}
         for name in ENTRY_COLUMNS:
             value = row.get(name, "")
             if value == "" and name not in ENTRY_REQUIRED:
@@ -401,21 +374,22 @@ def _entries_from_csv(data):
                         )
                     )
                     continue
-                value = int(value)
-            entry[name] = value
+                entry[name] = int(value)
+            else:
+                entry[name] = value
         entries.append(entry)
         where.append(label)
     return entries, where, problems
 
 
-def _prizes_from_csv(data):
+def _prizes_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], Problems]:
     rows, problems = _read_csv(
         data, "prize table CSV", PRIZE_COLUMNS, PRIZE_REQUIRED, synonyms={"places": "place"}
     )
     prizes, where = [], []
     for number, row in rows:
         label = f"prize table CSV row {number}"
-        prize = {}
+        prize: dict[str, Any] = {}
         place = row["place"]
         if _INTEGER.match(place):
             prize["place"] = int(place)
@@ -438,9 +412,9 @@ def _prizes_from_csv(data):
     return prizes, where, problems
 
 
-def _tournament_from_fields(fields):
-    problems = []
-    tournament = {}
+def _tournament_from_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], Problems]:
+    problems: Problems = []
+    tournament: dict[str, Any] = {}
     for name in TOURNAMENT_FIELDS:
         value = fields.get(name)
         if value is None or str(value).strip() == "":
@@ -462,7 +436,7 @@ def _tournament_from_fields(fields):
 _ENGINE_FIELD = re.compile(r"^(entries|tournament\.prizes)\[(\d+)\](?: \(.*\))?(?:\.([a-z_]+))?$")
 
 
-def _csv_where(field, entry_where, prize_where):
+def _csv_where(field: str, entry_where: list[str], prize_where: list[str]) -> str:
     """Turn the engine's field path into the place the person typed it: `entries[4].chips` is
     'entries CSV row 6 (entry e5), chips'; `tournament.fee` is the form's field 'fee'."""
     m = _ENGINE_FIELD.match(field)
@@ -480,7 +454,9 @@ def _csv_where(field, entry_where, prize_where):
     return field
 
 
-def snapshot_document_from_csv(entries_csv, prizes_csv, fields):
+def snapshot_document_from_csv(
+    entries_csv: CsvData, prizes_csv: CsvData, fields: Mapping[str, Any]
+) -> tuple[dict[str, Any], engine.Snapshot]:
     """Build the `tournament-snapshot/1` document (a dict) from the two CSVs and the typed fields,
     then validate it with the engine. Returns (document, parsed); raises `Refused` naming the
     CSV rows and columns or the form fields at fault."""
@@ -506,7 +482,13 @@ def snapshot_document_from_csv(entries_csv, prizes_csv, fields):
 
 
 @transaction.atomic
-def import_csv(entries_csv, prizes_csv, fields, *, acting_user):
+def import_csv(
+    entries_csv: CsvData,
+    prizes_csv: CsvData,
+    fields: Mapping[str, Any],
+    *,
+    acting_user: User | None,
+) -> Snapshot:
     """Import a tournament from an entries CSV, a prize table CSV and the form's tournament
     fields (see ENTRY_COLUMNS, PRIZE_COLUMNS, TOURNAMENT_FIELDS). The built snapshot document is
     stored like any other, with source "csv", so that export and replay read a real snapshot."""
@@ -522,12 +504,14 @@ def import_csv(entries_csv, prizes_csv, fields, *, acting_user):
 # --------------------------------------------------------------------------------------------
 
 
-def hash_token(token):
+def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 @transaction.atomic
-def create_api_client(name, *, user, acting_user=None):
+def create_api_client(
+    name: str, *, user: User, acting_user: User | None = None
+) -> tuple[ApiClient, str]:
     """Create an API client acting as `user`; returns (client, token). Only the token's SHA-256
     is stored, so the token is shown this once. `acting_user` None is the command line."""
     require_role(user, CAN_PREPARE, "import snapshots through the API")
@@ -542,7 +526,7 @@ def create_api_client(name, *, user, acting_user=None):
     return client, token
 
 
-def authenticate_api_client(token):
+def authenticate_api_client(token: str) -> ApiClient | None:
     """The active API client holding this token, or None."""
     if not token:
         return None

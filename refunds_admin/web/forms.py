@@ -153,7 +153,7 @@ class ApproveForm(forms.Form):
         return password
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or self.cleaned_data
         # The code is checked only after the password: it is used up once accepted.
         if "password" in data and data.get("otp_token"):
             self.device = mfa.verify_code(self.user, data["otp_token"])

@@ -13,33 +13,24 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
-from refunds_admin.web.money import format_money, to_cents
+from refunds_admin.payouts.labels import rule_label as _rule_label
+from refunds_admin.payouts.money import display, to_cents
 
 register = template.Library()
-
-SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CAD": "CA$", "AUD": "A$"}
 
 
 @register.filter
 def money(amount, currency=""):
     """Cents (int) or a decimal string ("815.33", as in a proposal summary) -> "USD 815.33"."""
     cents = to_cents(amount)
-    if cents is None:
-        return ""
-    return f"{currency} {format_money(cents)}".strip()
+    return "" if cents is None else display(cents, currency, symbol=False)
 
 
 @register.filter
 def money_symbol(amount, currency=""):
     """Like `money` but with the currency's symbol when it has a common one: "$815.33"."""
     cents = to_cents(amount)
-    if cents is None:
-        return ""
-    symbol = SYMBOLS.get(currency)
-    if symbol is None:
-        return money(cents, currency)
-    sign = "-" if cents < 0 else ""
-    return f"{sign}{symbol}{format_money(abs(cents))}"
+    return "" if cents is None else display(cents, currency)
 
 
 @register.filter
@@ -68,11 +59,8 @@ def utc_iso(value):
 
 @register.filter
 def rule_label(rule):
-    return {
-        "full_refund": "Rule 1: full refund",
-        "in_the_money": "Rule 2: in the money",
-        "not_in_the_money": "Rule 2: not yet in the money",
-    }.get(rule, rule or "—")
+    """ "full_refund" -> "Rule 1: full refund" (payouts.labels, the one table of rule names)."""
+    return _rule_label(rule)
 
 
 @register.filter

@@ -5,6 +5,7 @@ from urllib.parse import urlencode
 from django.http import StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts.roles import CAN_READ
 from refunds_admin.audit.display import describe
@@ -39,6 +40,7 @@ def _filtered(request):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request", "HX-Target")  # the events partial for htmx
 def audit(request):
     form, qs = _filtered(request)
     before = request.GET.get("before")

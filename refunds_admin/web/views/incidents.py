@@ -1,5 +1,4 @@
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -10,6 +9,8 @@ from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
+from refunds_admin.payouts import FULL_REFUND
+from refunds_admin.payouts.labels import rule_label
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
@@ -41,8 +42,7 @@ def incident_new(request):
                 )
             except Refused as exc:
                 refused = exc
-                for where, what in exc.problems:
-                    form.add_error(where if where in form.fields else None, what)
+                _attach_problems(form, exc.problems)
             else:
                 messages.success(request, f"Incident {incident.pk} recorded.")
                 return redirect("incident_detail", pk=incident.pk)
@@ -81,7 +81,12 @@ def _preview_for(form):
 
 @role_required(CAN_READ)
 def incident_detail(request, pk):
-    incident = get_incident_for(request, pk)
+    return _incident_page(request, get_incident_for(request, pk))
+
+
+def _incident_page(request, incident, *, refused_form=None, status=200):
+    """The incident page; after a refused action, `refused_form` ({context name: bound form})
+    shows that form again with its errors, and `status` is 400."""
     proposals = list(
         incident.proposals.select_related("prepared_by", "submitted_by", "approved_by").order_by(
             "version"
@@ -124,80 +129,64 @@ def incident_detail(request, pk):
         "reason_form": ReasonForm(),
         "justification_form": JustificationForm(),
     }
-    context.update(getattr(request, "_incident_forms", {}))
-    return render(
-        request, "web/incident_detail.html", context, status=getattr(request, "_status", 200)
-    )
+    context.update(refused_form or {})
+    return render(request, "web/incident_detail.html", context, status=status)
 
 
 def _now_local():
     return timezone.localtime().replace(microsecond=0)
 
 
-def _act(request, pk, form_class, form_key, perform, roles, done):
-    """Run one incident action: check the role, validate the form, call the service; on a
-    refusal show the page again with the message next to the form."""
+def _act(request, pk, service, done, form_class=None, form_key=""):
+    """Run one incident action (its view checked the role): validate the form, call the service
+    with the form's fields as its keyword arguments; on a refusal show the page again with the
+    message next to the form (or, for a plain button, as a message)."""
     incident = get_incident_for(request, pk)
-    if not has_role(request.user, roles):
-        raise PermissionDenied
     form = form_class(request.POST) if form_class else None
     if form is None or form.is_valid():
         try:
-            perform(incident, form.cleaned_data if form else {})
+            service(incident, **(form.cleaned_data if form else {}), acting_user=request.user)
         except Refused as exc:
             if form is None:
                 messages.error(request, exc.message)
                 return redirect("incident_detail", pk=pk)
             form.add_error(None, exc.message)
-            for where, what in exc.problems:
-                form.add_error(where if where in form.fields else None, what)
+            _attach_problems(form, exc.problems)
         else:
             messages.success(request, done)
             return redirect("incident_detail", pk=pk)
-    request._incident_forms = {form_key: form}
-    request._status = 400
-    return incident_detail.__wrapped__(request, pk)
+    return _incident_page(request, incident, refused_form={form_key: form}, status=400)
+
+
+def _attach_problems(form, problems):
+    """Each (field, message) next to its field, or above the form when it names none of them."""
+    for where, what in problems:
+        form.add_error(where if where in form.fields else None, what)
 
 
 @role_required(CAN_PREPARE)
 @require_POST
 def incident_restart(request, pk):
-    def perform(incident, data):
-        incident_services.log_restart_attempt(
-            incident,
-            attempted_at=data["attempted_at"],
-            succeeded=data["succeeded"],
-            note=data["note"],
-            acting_user=request.user,
-        )
-
     return _act(
         request,
         pk,
+        incident_services.log_restart_attempt,
+        "Restart attempt logged.",
         RestartAttemptForm,
         "restart_form",
-        perform,
-        CAN_PREPARE,
-        "Restart attempt logged.",
     )
 
 
 @role_required(CAN_PREPARE)
 @require_POST
 def incident_resumed(request, pk):
-    def perform(incident, data):
-        incident_services.mark_resumed(
-            incident, resumed_at=data["resumed_at"], acting_user=request.user
-        )
-
     return _act(
         request,
         pk,
+        incident_services.mark_resumed,
+        "Play resumed: the incident is closed with no payout.",
         ResumedForm,
         "resumed_form",
-        perform,
-        CAN_PREPARE,
-        "Play resumed: the incident is closed with no payout.",
     )
 
 
@@ -205,19 +194,13 @@ def incident_resumed(request, pk):
 @require_POST
 @device_required
 def incident_not_resumable(request, pk):
-    def perform(incident, data):
-        incident_services.declare_not_resumable(
-            incident, reason=data["reason"], acting_user=request.user
-        )
-
     return _act(
         request,
         pk,
+        incident_services.declare_not_resumable,
+        "Declared not resumable: the tournament is cancelled.",
         ReasonForm,
         "reason_form",
-        perform,
-        CAN_DECIDE,
-        "Declared not resumable: the tournament is cancelled.",
     )
 
 
@@ -225,35 +208,23 @@ def incident_not_resumable(request, pk):
 @require_POST
 @device_required
 def incident_site_wide(request, pk):
-    def perform(incident, data):
-        incident_services.confirm_site_wide_issue(
-            incident, justification=data["justification"], acting_user=request.user
-        )
-
     return _act(
         request,
         pk,
+        incident_services.confirm_site_wide_issue,
+        f"Site-wide issue confirmed: {rule_label(FULL_REFUND)} applies.",
         JustificationForm,
         "justification_form",
-        perform,
-        CAN_DECIDE,
-        "Site-wide issue confirmed: rule 1 (full refund) applies.",
     )
 
 
 @role_required(CAN_PREPARE)
 @require_POST
 def incident_cancel(request, pk):
-    def perform(incident, data):
-        incident_services.cancel_after_window(incident, acting_user=request.user)
-
     return _act(
         request,
         pk,
-        None,
-        "",
-        perform,
-        CAN_PREPARE,
+        incident_services.cancel_after_window,
         "The 30 minutes passed without resumption: the tournament is cancelled.",
     )
 

@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.shortcuts import render
 
 from refunds_admin.accounts.roles import CAN_READ
@@ -28,7 +30,7 @@ def player_lookup(request):
 
 
 def _by_entry(credits):
-    groups = {}
+    groups: dict[tuple[int, str], dict[str, Any]] = {}
     for credit in credits:
         group = groups.setdefault(
             (credit.proposal_id, credit.entry_id),

@@ -7,11 +7,13 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts import mfa
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import services as ledger_services
+from refunds_admin.payouts.money import display, format_cents
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
@@ -19,7 +21,6 @@ from .. import queries
 from ..access import device_required, get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
-from ..money import format_money, plain_amount
 from ..posting import progress_of
 
 Status = PayoutProposal.Status
@@ -63,7 +64,7 @@ def _display_rows(lines, proposal):
             "line": line,
             "chips": f"{line.chips:,}",
             "amounts": [
-                f"{currency} {format_money(cents)}"
+                display(cents, currency, symbol=False)
                 for cents in (
                     line.buy_in_refund_cents,
                     line.next_prize_cents,
@@ -71,7 +72,7 @@ def _display_rows(lines, proposal):
                     line.fee_refund_cents,
                 )
             ],
-            "total": f"{currency} {format_money(line.total_cents)}",
+            "total": display(line.total_cents, currency, symbol=False),
             "statement_url": f"{url}{quote(line.entry_id, safe='')}/",
         }
         for line in lines
@@ -88,6 +89,7 @@ def _may_approve(user, proposal):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request", "HX-Target")  # the lines partial for htmx
 def proposal_detail(request, pk):
     proposal = get_proposal_for(request, pk)
     progress = progress_of(proposal) if proposal.status in POSTING_STATES else None
@@ -102,7 +104,7 @@ def proposal_detail(request, pk):
         "shows_posting": proposal.status in POSTING_STATES,
         "progress": progress,
         "reconciliation": _reconciliation_for(proposal) if progress and progress["done"] else None,
-        "may_resume": bool(progress)
+        "may_resume": progress is not None
         and progress.get("state") == "failed"
         and has_role(request.user, CAN_DECIDE),
         **_lines_context(request, proposal),
@@ -114,6 +116,7 @@ def proposal_detail(request, pk):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request")  # the statement partial for htmx
 def proposal_statement(request, pk, entry_id):
     """The player's statement in the policy's layout (the same text as compute_payouts --explain)."""
     proposal = get_proposal_for(request, pk)
@@ -163,39 +166,15 @@ def proposal_chart(request, pk):
     return body
 
 
-EXPORT_FIELDS = (
-    "entry_id",
-    "player_id",
-    "screen_name",
-    "status",
-    "chips",
-    "buy_in_refund_cents",
-    "next_prize_cents",
-    "chip_equity_cents",
-    "fee_refund_cents",
-    "total_cents",
-    "capped",
-)
-EXPORT_HEADER = (
-    "entry_id",
-    "player_id",
-    "screen_name",
-    "status",
-    "chips",
-    "buy_in_refund",
-    "next_prize",
-    "chip_equity",
-    "fee_refund",
-    "total",
-    "capped",
-)
+# The file formats name amounts without the unit: "total", not "total_cents".
+EXPORT_HEADER = tuple(f.removesuffix("_cents") for f in proposal_services.LINE_FIELDS)
 
 
 def _export_rows(proposal):
     return (
         PayoutLine.objects.filter(proposal=proposal)
         .order_by("position")
-        .values_list(*EXPORT_FIELDS)
+        .values_list(*proposal_services.LINE_FIELDS)
         .iterator(chunk_size=5000)
     )
 
@@ -213,7 +192,7 @@ def proposal_export_csv(request, pk):
         yield writer.writerow(EXPORT_HEADER)
         for row in _export_rows(proposal):
             yield writer.writerow(
-                [*row[:5], *(plain_amount(v) for v in row[5:10]), "true" if row[10] else "false"]
+                [*row[:5], *(format_cents(v) for v in row[5:10]), "true" if row[10] else "false"]
             )
 
     response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
@@ -240,7 +219,7 @@ def proposal_export_json(request, pk):
         for i, row in enumerate(_export_rows(proposal)):
             line = dict(zip(EXPORT_HEADER, row, strict=True))
             for name in ("buy_in_refund", "next_prize", "chip_equity", "fee_refund", "total"):
-                line[name] = plain_amount(line[name])
+                line[name] = format_cents(line[name])
             yield ("," if i else "") + json.dumps(line)
         yield "]}\n"
 
@@ -249,17 +228,27 @@ def proposal_export_json(request, pk):
     return response
 
 
-@role_required(CAN_PREPARE)
-@require_POST
-def proposal_submit(request, pk):
+def _press(request, pk, service, done):
+    """A button without a form: call the service, say what happened, back to the proposal."""
     proposal = get_proposal_for(request, pk)
     try:
-        proposal_services.submit_proposal(proposal, acting_user=request.user)
+        service(proposal, acting_user=request.user)
     except Refused as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, "Proposal submitted for a manager's approval.")
+        messages.success(request, done)
     return redirect("proposal_detail", pk=pk)
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def proposal_submit(request, pk):
+    return _press(
+        request,
+        pk,
+        proposal_services.submit_proposal,
+        "Proposal submitted for a manager's approval.",
+    )
 
 
 @role_required(CAN_READ)
@@ -270,51 +259,26 @@ def proposal_approval(request, pk):
     approve, a reason to reject. Preparer and submitter see no approve button; the service
     refuses them anyway."""
     proposal = get_proposal_for(request, pk)
-    may_approve = _may_approve(request.user, proposal)
-    approve_form = ApproveForm(
-        initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request
-    )
-    refused = None
-    status = 400 if request.method == "POST" else getattr(request, "_status", 200)
-    if request.method == "POST":
-        if not has_role(request.user, CAN_DECIDE):
-            raise PermissionDenied("Only a manager may approve a proposal.")
-        approve_form = ApproveForm(request.POST, user=request.user, request=request)
-        if approve_form.is_valid():
-            try:
-                proposal_services.approve_proposal(
-                    proposal,
-                    acting_user=request.user,
-                    fingerprint=approve_form.cleaned_data["fingerprint"],
-                )
-            except Refused as exc:
-                refused = exc.message
-            except PermissionDenied as exc:
-                # Four eyes: the service refuses the preparer or submitter even if a form was
-                # forged; say so next to the form, with the status of a refusal.
-                refused = str(exc) or "You may not approve this proposal."
-                status = 403
-            else:
-                messages.success(request, "Proposal approved: posting the credits has started.")
-                return redirect("proposal_detail", pk=pk)
-    return render(
-        request,
-        "web/proposal_approval.html",
-        {
-            "proposal": proposal,
-            "tournament": proposal.incident.tournament,
-            "summary": proposal.summary or {},
-            "may_approve": may_approve,
-            "may_reject": proposal.status == Status.SUBMITTED
-            and has_role(request.user, CAN_DECIDE),
-            "own_proposal": request.user.pk in (proposal.prepared_by_id, proposal.submitted_by_id),
-            "approve_form": approve_form,
-            "reject_form": getattr(request, "_reject_form", None) or RejectForm(),
-            "refused": refused,
-            "has_device": mfa.confirmed_device(request.user) is not None,
-        },
-        status=status,
-    )
+    if request.method != "POST":
+        return _approval_page(request, proposal)
+    if not has_role(request.user, CAN_DECIDE):
+        raise PermissionDenied("Only a manager may approve a proposal.")
+    form = ApproveForm(request.POST, user=request.user, request=request)
+    if not form.is_valid():
+        return _approval_page(request, proposal, approve_form=form, status=400)
+    try:
+        proposal_services.approve_proposal(
+            proposal, acting_user=request.user, fingerprint=form.cleaned_data["fingerprint"]
+        )
+    except Refused as exc:
+        return _approval_page(request, proposal, approve_form=form, refused=exc.message, status=400)
+    except PermissionDenied as exc:
+        # Four eyes: the service refuses the preparer or submitter even if a form was forged;
+        # say so next to the form, with the status of a refusal.
+        refused = str(exc) or "You may not approve this proposal."
+        return _approval_page(request, proposal, approve_form=form, refused=refused, status=403)
+    messages.success(request, "Proposal approved: posting the credits has started.")
+    return redirect("proposal_detail", pk=pk)
 
 
 @role_required(CAN_DECIDE)
@@ -335,14 +299,39 @@ def proposal_reject(request, pk):
                 request, "Proposal rejected. It can be prepared again as a new version."
             )
             return redirect("proposal_detail", pk=pk)
-    request._reject_form = form
-    request._status = 400
-    request.method = "GET"
-    return proposal_approval.__wrapped__(request, pk)
+    return _approval_page(request, proposal, reject_form=form, status=400)
+
+
+def _approval_page(request, proposal, *, approve_form=None, reject_form=None, refused=None,
+                   status=200):  # fmt: skip
+    """The approval page; after a refused approval or rejection, the bound form shows again
+    with its errors (`refused` above the approve form)."""
+    return render(
+        request,
+        "web/proposal_approval.html",
+        {
+            "proposal": proposal,
+            "tournament": proposal.incident.tournament,
+            "summary": proposal.summary or {},
+            "may_approve": _may_approve(request.user, proposal),
+            "may_reject": proposal.status == Status.SUBMITTED
+            and has_role(request.user, CAN_DECIDE),
+            "own_proposal": request.user.pk in (proposal.prepared_by_id, proposal.submitted_by_id),
+            "approve_form": approve_form
+            or ApproveForm(
+                initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request
+            ),
+            "reject_form": reject_form or RejectForm(),
+            "refused": refused,
+            "has_device": mfa.confirmed_device(request.user) is not None,
+        },
+        status=status,
+    )
 
 
 @role_required(CAN_READ)
 @require_POST
+@vary_on_headers("HX-Request")  # the replay partial for htmx
 def proposal_replay(request, pk):
     """Recompute from the stored snapshot and compare fingerprints (the auditor's check).
     Read-only, but POST because it is an action that costs a full computation."""
@@ -355,6 +344,7 @@ def proposal_replay(request, pk):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request")  # the progress partial for htmx
 def proposal_posting(request, pk):
     """The posting progress bar; htmx polls this partial until the job is posted or failed."""
     proposal = get_proposal_for(request, pk)
@@ -381,11 +371,4 @@ def _reconciliation_for(proposal):
 @role_required(CAN_DECIDE)
 @require_POST
 def proposal_resume_posting(request, pk):
-    proposal = get_proposal_for(request, pk)
-    try:
-        ledger_services.resume_posting(proposal, acting_user=request.user)
-    except Refused as exc:
-        messages.error(request, exc.message)
-    else:
-        messages.success(request, "Posting resumed.")
-    return redirect("proposal_detail", pk=pk)
+    return _press(request, pk, ledger_services.resume_posting, "Posting resumed.")

@@ -2,10 +2,11 @@ from django.contrib import messages
 from django.db.models import Q
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
+from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts.roles import CAN_PREPARE, CAN_READ
 from refunds_admin.errors import Refused
-from refunds_admin.tournaments import services as tournament_services
+from refunds_admin.incidents import services as incident_services
 from refunds_admin.tournaments.models import Snapshot, Tournament
 
 from .. import queries
@@ -23,6 +24,7 @@ def tournament_list(request):
 
 
 @role_required(CAN_READ)
+@vary_on_headers("HX-Request", "HX-Target")  # the entries partial for htmx
 def tournament_detail(request, pk):
     tournament = get_tournament_for(request, pk)
     snapshots = list(tournament.snapshots.select_related("imported_by"))
@@ -86,7 +88,7 @@ def tournament_import(request):
             if kind == "csv":
                 csv_form = CsvImportForm(request.POST, request.FILES)
                 if csv_form.is_valid():
-                    snapshot = tournament_services.import_csv(
+                    snapshot = incident_services.import_csv(
                         csv_form.cleaned_data["entries_csv"].read(),
                         csv_form.cleaned_data["prizes_csv"].read(),
                         csv_form.tournament_fields(),
@@ -96,7 +98,7 @@ def tournament_import(request):
             else:
                 upload_form = SnapshotUploadForm(request.POST, request.FILES)
                 if upload_form.is_valid():
-                    snapshot = tournament_services.import_snapshot(
+                    snapshot = incident_services.import_snapshot(
                         upload_form.cleaned_data["file"].read(),
                         acting_user=request.user,
                         source=Snapshot.Source.UPLOAD,

@@ -3,12 +3,13 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from refunds_admin.ledger.services import reconcile
+from refunds_admin.payouts.money import format_cents
 
 
 def _money(cents, currency):
     if cents is None:
         return "-"
-    return f"{cents // 100}.{cents % 100:02d} {currency}"
+    return f"{format_cents(cents)} {currency}"
 
 
 class Command(BaseCommand):

@@ -5,8 +5,8 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 
 from refunds_admin.errors import Refused
+from refunds_admin.incidents.services import import_snapshot
 from refunds_admin.tournaments.models import Snapshot
-from refunds_admin.tournaments.services import import_snapshot
 
 
 class Command(BaseCommand):

@@ -11,10 +11,10 @@ from django.views.decorators.csrf import csrf_exempt
 from refunds_admin.errors import Refused
 from refunds_admin.handlers import api_error as _error
 from refunds_admin.handlers import too_large
+from refunds_admin.incidents import services as incident_services
 from refunds_admin.payouts.snapshot import MAX_DOCUMENT_BYTES
-
-from . import services
-from .models import Snapshot
+from refunds_admin.tournaments.models import Snapshot
+from refunds_admin.tournaments.services import authenticate_api_client
 
 
 def _bearer_token(request):
@@ -35,7 +35,7 @@ def snapshots(request):
     Every answer, refusals included, is JSON."""
     if request.method != "POST":
         return _error(405, "Only POST is allowed here.", Allow="POST")
-    client = services.authenticate_api_client(_bearer_token(request))
+    client = authenticate_api_client(_bearer_token(request))
     if client is None:
         return _error(
             401, "A valid API token is required.", WWW_Authenticate='Bearer realm="refunds_admin"'
@@ -48,7 +48,7 @@ def snapshots(request):
     except RequestDataTooBig:
         return too_large()
     try:
-        snapshot = services.import_snapshot(
+        snapshot = incident_services.import_snapshot(
             body, acting_user=client.acting_user, source=Snapshot.Source.API
         )
     except PermissionDenied as e:

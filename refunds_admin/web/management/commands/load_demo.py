@@ -17,7 +17,6 @@ from refunds_admin.incidents import services as incidents
 from refunds_admin.incidents.models import Incident
 from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.models import Snapshot, Tournament
-from refunds_admin.tournaments.services import import_snapshot
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 
@@ -65,7 +64,7 @@ class Command(BaseCommand):
             starts_at = (now - started_ago).replace(microsecond=0)
             doc["tournament"]["starts_at"] = starts_at.strftime("%Y-%m-%dT%H:%M:%SZ")
             with transaction.atomic():
-                snapshot = import_snapshot(
+                snapshot = incidents.import_snapshot(
                     json.dumps(doc, indent=1, ensure_ascii=False) + "\n",
                     acting_user=users["support"],
                     source=Snapshot.Source.DEMO,
