@@ -152,3 +152,17 @@ def test_it_audits_api_clients_from_the_command_and_the_shell(support):
     changed = _events("api_client.changed")[-1]
     assert (changed.before, changed.after) == ({"is_active": True}, {"is_active": False})
     assert "switched" in describe(changed) or "is_active" in describe(changed)
+
+
+def test_it_audits_a_superuser_removing_a_managers_authenticator(admin_client, root, manager):
+    from refunds_admin.accounts import mfa
+
+    device = mfa.confirmed_device(manager)
+    url = reverse("admin:otp_totp_totpdevice_delete", args=[device.pk])
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    assert mfa.confirmed_device(manager) is None
+    removed = _events("mfa.device_removed")[-1]
+    assert removed.actor == root and removed.object_id == str(manager.pk)
+    assert "removed authenticator app" in describe(removed)
+    confirmed = [e for e in _events("mfa.device_confirmed") if e.object_id == str(manager.pk)]
+    assert len(confirmed) == 1  # the enrolment, once (verifications are not audited)

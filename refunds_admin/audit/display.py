@@ -114,6 +114,9 @@ ACCESS_SENTENCES = {
     "mfa.device_confirmed": lambda e, b, a: (
         f"{e.actor_name} confirmed an authenticator app ({a.get('device')}) for two-factor sign-in"
     ),
+    "mfa.device_unconfirmed": lambda e, b, a: (
+        f"{e.actor_name} switched off authenticator app {a.get('device')} of user {e.object_id}"
+    ),
     "mfa.device_removed": lambda e, b, a: (
         f"{e.actor_name} removed authenticator app {b.get('device')} of user {b.get('user')}"
     ),

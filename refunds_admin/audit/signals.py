@@ -252,15 +252,30 @@ def _locked_out(sender, request, username, ip_address, **kwargs):
         record("signin.locked_out", audited, actor=None, after=after)
 
 
+@receiver(pre_save, sender="otp_totp.TOTPDevice", dispatch_uid="audit_device_before")
+def _device_before(sender, instance, raw=False, **kwargs):
+    instance._audit_confirmed = (
+        None
+        if raw or instance.pk is None
+        else sender.objects.filter(pk=instance.pk).values_list("confirmed", flat=True).first()
+    )
+
+
 @receiver(post_save, sender="otp_totp.TOTPDevice", dispatch_uid="audit_device_confirmed")
-def _device_saved(sender, instance, created, raw=False, update_fields=None, **kwargs):
-    # accounts.mfa.confirm_device saves exactly this field when a code confirms the enrolment.
-    if not raw and instance.confirmed and (created or update_fields == frozenset({"confirmed"})):
-        audit(
-            "mfa.device_confirmed",
-            instance.user,
-            after={"device": instance.name, "device_id": instance.pk},
-        )
+def _device_saved(sender, instance, created, raw=False, **kwargs):
+    """Confirmed by a code on the enrolment page (accounts.mfa.confirm_device), or switched on or
+    off by a superuser in the admin; the verification stamps (last_t, throttling) are not."""
+    if raw:
+        return
+    was = None if created else getattr(instance, "_audit_confirmed", None)
+    if bool(was) == bool(instance.confirmed):
+        return
+    audit(
+        "mfa.device_confirmed" if instance.confirmed else "mfa.device_unconfirmed",
+        instance.user,
+        before=None if created else {"confirmed": bool(was)},
+        after={"device": instance.name, "device_id": instance.pk, "confirmed": instance.confirmed},
+    )
 
 
 @receiver(post_delete, sender="otp_totp.TOTPDevice", dispatch_uid="audit_device_removed")
