@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test bench lint format check-examples screenshots clean
+.PHONY: install run serve test bench lint format check-examples screenshots clean
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,18 @@ run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_demo
 	$(PY) manage.py runserver $(HOST):$(PORT)
+
+# The production web process: gunicorn (gunicorn.conf.py) with DEBUG=0 and the same environment
+# settings, after migrations and collectstatic (hashed, compressed files served by whitenoise).
+# Needs SECRET_KEY and ALLOWED_HOSTS; see README "Deploying". Run the Celery worker and beat
+# beside it.
+serve: export DEBUG = 0
+serve: install
+	@test -n "$$SECRET_KEY" || { echo "make serve: set SECRET_KEY (a long random string) first" >&2; exit 2; }
+	@test -n "$$ALLOWED_HOSTS" || { echo "make serve: set ALLOWED_HOSTS (the site's host names, comma-separated) first" >&2; exit 2; }
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	HOST=$(HOST) PORT=$(PORT) exec $(VENV)/bin/gunicorn --config gunicorn.conf.py
 
 # The whole suite. With DATABASE_URL and REDIS_URL set it runs against PostgreSQL and a real
 # Celery worker on Redis; REQUIRE_SERVICES=1 turns a missing service or browser into a failure.

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -47,11 +48,21 @@ DEBUG = env_bool("DEBUG", default=True)
 SECRET_KEY = env("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY is required when DEBUG is off")
+        raise ImproperlyConfigured(
+            "SECRET_KEY is required when DEBUG is off: set it to a long random string, e.g. "
+            "SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"
+        )
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
+if not DEBUG and not ALLOWED_HOSTS:
+    # Without it every request would be refused with "400 Bad Request": say so at start-up.
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS is required when DEBUG is off: the comma-separated host names the "
+        "site is served under, e.g. ALLOWED_HOSTS=refunds.example.com"
+    )
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+CSRF_FAILURE_VIEW = "refunds_admin.web.views.errors.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -63,11 +74,13 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "template_partials",
+    "csp",
     "axes",
     "django_otp",
     "django_otp.plugins.otp_totp",
     "refunds_admin.accounts",
     "refunds_admin.audit",
+    "refunds_admin.ops",
     "refunds_admin.tournaments",
     "refunds_admin.incidents",
     "refunds_admin.proposals",
@@ -76,7 +89,15 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every request (static files, redirects and health checks too) gets its request id
+    # and one log line.
+    "refunds_admin.audit.middleware.RequestContextMiddleware",
+    "refunds_admin.ops.middleware.RequestLogMiddleware",
+    # Before the HTTPS redirect and the host check: a load balancer probes plain HTTP by address.
+    "refunds_admin.ops.middleware.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -85,7 +106,6 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "refunds_admin.audit.middleware.RequestContextMiddleware",
     "refunds_admin.web.timezones.StaffTimezoneMiddleware",
     # Last: turns a sign-in refused by the lockout policy into the 429 page.
     "axes.middleware.AxesMiddleware",
@@ -144,6 +164,37 @@ TIME_ZONE = env("TIME_ZONE", "UTC")  # default display time zone for staff
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env("STATIC_ROOT", str(BASE_DIR / "staticfiles"))
+# Production (DEBUG=0, `make serve`): collectstatic writes content-hashed names plus gzip copies,
+# and whitenoise serves them with a year-long, immutable Cache-Control (and the compressed copy
+# to browsers that accept it). Debugging serves the files from static/ as they are.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# Content-Security-Policy (django-csp 4): nothing inline, nothing from elsewhere. Pages keep
+# their scripts in static/js and their styles in static/css; htmx is told not to inject its
+# indicator <style> (meta htmx-config in base.html).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 LOGIN_URL = "login"
 LOGIN_URL_PATH = "/accounts/login/"
@@ -209,6 +260,8 @@ CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BEAT_SCHEDULE = {
     "sweep-unposted-proposals": {"task": "ledger.sweep_unposted", "schedule": 60.0},
     "flag-overdue-incidents": {"task": "incidents.flag_overdue", "schedule": 60.0},
+    # /healthz shows when beat last sent this and when a worker last finished a task.
+    "heartbeat": {"task": "ops.heartbeat", "schedule": float(env_int("HEARTBEAT_EVERY", 30))},
 }
 
 # Posting (refunds_admin/ledger, docs/posting.md): lines per chunk (one transaction each),
@@ -242,13 +295,32 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Behind the operator's TLS-terminating proxy: the request was HTTPS when the proxy says so
+    # (X-Forwarded-Proto: https), so the SSL redirect does not loop. The proxy must set (and
+    # overwrite) that header; TRUST_X_FORWARDED_PROTO=0 when the app terminates TLS itself.
+    if env_bool("TRUST_X_FORWARDED_PROTO", True):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Operator logs (the audit table is for auditors). LOG_FORMAT=json: one JSON object per line with
+# the request id, user id and the proposal/incident the request or task is about; secrets are
+# masked in every line (refunds_admin/ops/logs.py).
+LOG_FORMAT = env("LOG_FORMAT", "text")
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be text or json, not {LOG_FORMAT!r}")
+LOG_LEVEL = env("LOG_LEVEL", "INFO")
+# One line per request from the app (with user and object ids); gunicorn's access log has its own.
+LOG_REQUESTS = env_bool("LOG_REQUESTS", LOG_FORMAT == "json")
+# Celery's worker and beat log through this handler (its format and masking), not their own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+    "formatters": {
+        "text": {"()": "refunds_admin.ops.logs.TextFormatter"},
+        "json": {"()": "refunds_admin.ops.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         # Django's own "django" logger has a console handler of its own: don't print twice.
         "django": {"handlers": [], "level": "INFO"},

@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "refunds_admin"
 ENGINE = PACKAGE / "payouts"
 # Lowest first: an app may import the ones before it, never the ones after it. audit and
 # accounts sit below them all and import none of them (the pure engine excepted: audit's display
-# formats amounts and names rules with it).
+# formats amounts and names rules with it). ops (health, heartbeats, request logs) reads only the
+# audit's request context.
 LAYERS = [
     "payouts",
     "tournaments",
@@ -29,7 +30,7 @@ LAYERS = [
     "web",
 ]
 SAME_LAYER = {"notifications": "reports", "reports": "notifications"}
-BELOW_ALL = {"audit": {"payouts"}, "accounts": set()}
+BELOW_ALL = {"audit": {"payouts"}, "accounts": set(), "ops": {"audit"}}
 
 
 def _imported_modules(path):

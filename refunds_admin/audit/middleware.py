@@ -1,20 +1,35 @@
+import re
 import uuid
 
 from . import context
 
+# An incoming X-Request-ID (from the operator's proxy) is kept when it looks like an id: letters,
+# digits and - _ . : only, at most 64 characters. Anything else (spaces, quotes, newlines that
+# could forge log lines) is replaced by a fresh id.
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{8,64}")
+
+
+def request_id_from(headers):
+    incoming = headers.get("X-Request-ID", "")
+    if _SANE_REQUEST_ID.fullmatch(incoming):
+        return incoming
+    return uuid.uuid4().hex
+
 
 class RequestContextMiddleware:
-    """Gives every request an id (or takes X-Request-ID) and remembers its IP for audit events."""
+    """Gives every request an id (or keeps a sane incoming X-Request-ID), returns it as
+    X-Request-ID and remembers it and the IP for audit events and log lines."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
         ctx = context.RequestContext(
-            request_id=request_id[:64],
+            request_id=request_id_from(request.headers),
             ip=request.META.get("REMOTE_ADDR"),
-            user=getattr(request, "user", None),
+            # This middleware runs before authentication: the user is read from the request
+            # when an event needs it (audit/signals.py).
+            request=request,
         )
         token = context.current.set(ctx)
         try:

@@ -38,7 +38,8 @@ NOT_AUDITED = frozenset({"last_login"})
 
 def actor():
     """The user whose request caused the change, or None (the system: a command, the shell)."""
-    user = context.current.get().user
+    ctx = context.current.get()
+    user = ctx.user if ctx.user is not None else getattr(ctx.request, "user", None)
     return user if user is not None and getattr(user, "is_authenticated", False) else None
 
 

@@ -19,3 +19,10 @@
   }
   document.addEventListener("DOMContentLoaded", function () { tick(); setInterval(tick, 1000); });
 })();
+
+// <select data-autosubmit> submits its form when changed (the time zone switch). Here rather than
+// in an onchange="" attribute: the Content-Security-Policy allows no inline script.
+document.addEventListener("change", function (event) {
+  var el = event.target;
+  if (el.matches && el.matches("select[data-autosubmit]") && el.form) el.form.submit();
+});

@@ -60,9 +60,49 @@ def _live_database(transactional_db):
         Group.objects.get_or_create(name=role)
 
 
+# Every page also reports Content-Security-Policy violations through this listener (it is
+# injected by the browser itself, so the policy does not apply to it), besides Chromium's own
+# "Refused to ..." console message.
+_CSP_LISTENER = """
+document.addEventListener("securitypolicyviolation", function (e) {
+  console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline")
+    + " at " + e.documentURI + (e.sample ? " (" + e.sample + ")" : ""));
+});
+"""
+
+
+def is_csp_violation(text):
+    return "Content Security Policy" in text or text.startswith("CSP violation")
+
+
+def watch_csp(context, violations):
+    """Collect every CSP violation any page of `context` reports in its console."""
+    context.add_init_script(_CSP_LISTENER)
+    context.on(
+        "console",
+        lambda msg: (
+            violations.append(f"{msg.page.url if msg.page else '?'}: {msg.text}")
+            if is_csp_violation(msg.text)
+            else None
+        ),
+    )
+
+
 @pytest.fixture
-def open_as(browser, live_server, transactional_db):
-    """open_as(user) -> a signed-in page (one browser context per person, like two desks)."""
+def csp_violations():
+    """The CSP violations seen by the pages of `open_as`; the test fails if any remain.
+
+    Wait with locators (`expect(...)`), not `page.wait_for_function("...")`: Playwright polls
+    that string with eval(), which the policy refuses, and the refusal is reported here."""
+    violations = []
+    yield violations
+    assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)
+
+
+@pytest.fixture
+def open_as(browser, live_server, transactional_db, csp_violations):
+    """open_as(user) -> a signed-in page (one browser context per person, like two desks).
+    Any Content-Security-Policy violation on any of its pages fails the test."""
     contexts = []
 
     def _open(user):
@@ -70,6 +110,7 @@ def open_as(browser, live_server, transactional_db):
             base_url=live_server.url, viewport={"width": 1360, "height": 900}, timezone_id="UTC"
         )
         context.set_default_timeout(15000)
+        watch_csp(context, csp_violations)
         contexts.append(context)
         page = context.new_page()
         page.goto("/accounts/login/")

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
@@ -48,7 +49,9 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
     page.wait_for_selector("text=Imported UP-2026-BROWSER-1")
     assert page.locator("#entries tbody tr").count() == 100
     page.fill("#entry-q", "shark0007")
-    page.wait_for_function("document.querySelectorAll('#entries tbody tr').length === 1")
+    # A locator wait, not wait_for_function: Playwright evaluates its string with eval(), which
+    # the Content-Security-Policy refuses (and the CSP watch would report).
+    expect(page.locator("#entries tbody tr")).to_have_count(1)
     shot(page, "tournament")
 
     # Support records the incident; the rule preview follows the typed time.

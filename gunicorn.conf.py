@@ -1,0 +1,34 @@
+"""gunicorn settings for `make serve` (read from the environment, like settings.py).
+
+HOST/PORT: where to listen (behind the operator's TLS proxy); WEB_CONCURRENCY: worker
+processes, by default 2 x CPUs + 1; LOG_FORMAT=json: the access and error logs as JSON lines.
+"""
+
+import os
+
+from refunds_admin.ops.logs import gunicorn_logconfig
+
+
+def _cpus():
+    try:
+        return len(os.sched_getaffinity(0))  # the CPUs this process may use (containers)
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+wsgi_app = "refunds_admin.wsgi:application"
+bind = [f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"]
+workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * _cpus() + 1)
+# Snapshot uploads of 100k entries take a while to import: do not kill the worker under them.
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "120"))
+graceful_timeout = 30
+proc_name = "refunds_admin"
+# No gunicornc control socket: its default path is one per user, so two servers on one machine
+# would fight over it, and nothing here uses it.
+control_socket_disable = True
+
+accesslog = "-"
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s" request_id=%({x-request-id}o)s'
+logconfig_dict = gunicorn_logconfig(
+    os.environ.get("LOG_FORMAT", "text"), os.environ.get("LOG_LEVEL", "INFO")
+)

@@ -1,0 +1,98 @@
+"""What /healthz reports: the database, and with Redis the broker and the Celery heartbeats.
+
+Beat stamps the time each time it sends the `ops.heartbeat` task; a worker stamps the time
+each time it finishes a task (any task; beat sends the heartbeat every HEARTBEAT_EVERY seconds,
+30 by default).
+Both stamps live in Redis, so every web process reads the same ones.
+"""
+
+import time
+from functools import lru_cache
+
+from django.conf import settings
+from django.db import connection
+
+_KEY = "refunds_admin:heartbeat:{}"
+_TTL = 7 * 24 * 3600
+
+
+@lru_cache(maxsize=4)
+def _redis(url):
+    import redis
+
+    # A health check must answer quickly even when Redis hangs.
+    return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+
+
+def _client():
+    url = getattr(settings, "REDIS_URL", None)
+    return _redis(url) if url else None
+
+
+def database_ok():
+    # Twice: a kept-alive connection that a database restart broke fails once, then reconnects.
+    for _ in range(2):
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+                if cursor.fetchone() == (1,):
+                    return True
+        except Exception:  # any failure is "not answering"; the reason is not the prober's
+            try:
+                connection.close()
+            except Exception:
+                pass
+    return False
+
+
+def stamp(which, now=None):
+    """Record that `which` ("beat" or "worker") was alive now. Never raises: a missed stamp
+    shows as an older heartbeat, it must not fail a task."""
+    client = _client()
+    if client is None:
+        return
+    try:
+        client.set(_KEY.format(which), repr(now if now is not None else time.time()), ex=_TTL)
+    except Exception:
+        pass
+
+
+def celery_status():
+    """None without Redis; otherwise the broker's reachability and the two heartbeats."""
+    client = _client()
+    if client is None:
+        return None
+    try:
+        client.ping()
+        beat, worker = client.mget([_KEY.format("beat"), _KEY.format("worker")])
+    except Exception:
+        return {"broker": "unreachable", "beat": None, "worker": None}
+    now = time.time()
+    return {"broker": "ok", "beat": _age(beat, now), "worker": _age(worker, now)}
+
+
+def _age(raw, now):
+    if raw is None:
+        return None
+    try:
+        stamped = float(raw)
+    except ValueError:
+        return None
+    return {
+        "last_seen": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamped)),
+        "age_seconds": max(0, round(now - stamped)),
+    }
+
+
+def report():
+    """(status code, JSON-able body). 200 when the database answers, 503 when it does not; the
+    broker and heartbeats are reported, not judged (a load balancer should keep sending web
+    traffic while the worker restarts)."""
+    db = database_ok()
+    body = {"status": "ok" if db else "unavailable", "database": "ok" if db else "unavailable"}
+    celery = celery_status()
+    if celery is None:
+        body["broker"] = "not configured"
+    else:
+        body.update(celery)
+    return (200 if db else 503), body

@@ -1,0 +1,8 @@
+from django.shortcuts import render
+
+
+def csrf_failure(request, reason=""):
+    """A refused form (expired or missing CSRF token) in the app's own 403 page: Django's default
+    page carries an inline <style> that the Content-Security-Policy refuses."""
+    message = "The form expired or was sent from elsewhere. Reload the page and try again."
+    return render(request, "403.html", {"exception": message}, status=403)
