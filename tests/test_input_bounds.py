@@ -337,3 +337,24 @@ def test_the_incident_form_refuses_extreme_times_without_a_500(client, support, 
         "/incidents/preview/", {"tournament": tournament.pk, "failed_at": failed_at}
     )
     assert preview.status_code == 200
+
+
+def test_the_api_answers_json_even_when_it_fails(support, monkeypatch):
+    from refunds_admin.incidents import services as incident_services
+
+    token = create_api_client("platform", user=support)[1]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(incident_services, "import_snapshot", broken)
+    client = Client(raise_request_exception=False)
+    response = client.post(
+        URL,
+        data=dumps(snapshot_doc()),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 500
+    assert response["Content-Type"] == "application/json" and response.json()["error"]
+    assert "disk full" not in response.content.decode()
