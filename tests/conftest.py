@@ -9,9 +9,25 @@ import shutil
 
 import pytest
 from django.conf import settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 # Real Celery worker processes for tests (posting, and the browser journeys).
 from tests.posting_support import celery_worker_process  # noqa: F401
+
+# Hypothesis: few examples by default, for quick loops while working; CI exports
+# HYPOTHESIS_PROFILE=ci for a thorough search. Tests leave the number of examples to the profile.
+hypothesis_settings.register_profile(
+    "fast", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.register_profile(
+    "ci",
+    max_examples=500,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")

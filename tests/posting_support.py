@@ -1,5 +1,5 @@
-"""Helpers for posting tests (and the UI's browser journey): approved proposals built directly
-with the models, and real Celery worker processes on Redis against the test database.
+"""Helpers for posting tests (and the UI's browser journey): approved proposals built through
+the services, and real Celery worker processes on Redis against the test database.
 
     from tests.posting_support import celery_worker_process, make_approved_proposal  # noqa: F401
 
@@ -7,22 +7,21 @@ with the models, and real Celery worker processes on Redis against the test data
 rows); import it into a test module or a conftest to use it.
 """
 
-import hashlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from datetime import timedelta
 from itertools import count
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import transaction
-from django.utils import timezone
+
+from tests.factories import approved_proposal, lines_doc, submitted_proposal
 
 ROOT = Path(__file__).resolve().parent.parent
 _serial = count(1)
@@ -39,126 +38,57 @@ def _user(username, role):
     return user
 
 
-def make_approved_proposal(
-    lines=10,
-    *,
-    amounts=None,
-    currency="USD",
-    schedule=True,
-    chunked_lines_insert=5_000,
-):
-    """An approved proposal with `lines` lines, built directly with the models.
+def make_submitted_proposal(lines=10, *, amounts=None, currency="USD"):
+    """As make_approved_proposal, but left submitted: the manager `posting_approver` (who did
+    not prepare it) may approve it."""
+    if amounts is None:
+        amounts = [(1000, 0, 0, 100)] * lines
+    doc = lines_doc(amounts, external_id=f"PT-{os.getpid()}-{next(_serial)}", currency=currency)
+    _user("posting_approver", "manager")
+    return submitted_proposal(_user("posting_preparer", "support"), doc=doc)
 
-    `amounts` is a list of (buy_in_refund, next_prize, chip_equity, fee_refund) cents per line;
-    by default every line refunds a 10.00 buy-in and a 1.00 fee (two credits per line).
-    With `schedule`, the proposal is approved through proposals.services.approve_proposal when
-    the workflow services exist (which calls schedule_posting in its transaction), otherwise as
-    approve_proposal does it: schedule_posting in the approval's transaction. Either way the
-    task is kicked when the approval commits. Without `schedule`: approved, no job yet.
+
+def make_approved_proposal(lines=10, *, amounts=None, currency="USD", schedule=True):
+    """An approved proposal with `lines` lines, built through the services: a snapshot imported
+    with import_snapshot, an incident recorded and cancelled after its window, the proposal
+    prepared and submitted by support and approved by a manager (tests.factories).
+
+    `amounts` is a list of (buy_in_refund, next_prize, chip_equity, fee_refund) cents per line,
+    as the engine computes them from the snapshot `tests.factories.lines_doc` builds (see there
+    which lines the rules can produce); by default every line refunds a 10.00 buy-in and a 1.00
+    fee (the full refund: two credits per line). Entries are e000001, e000002, ... of players
+    p000001, p000002, ...
+
+    With `schedule` the approval writes the posting job (the outbox row) and kicks the task when
+    it commits, as in production. Without it the proposal is approved with no posting job at
+    all, as a proposal approved before the outbox existed (the sweeper's case), so that a test
+    decides when and how the posting starts.
     """
-    from refunds_admin.incidents.models import Incident
-    from refunds_admin.ledger.services import schedule_posting
-    from refunds_admin.payouts.rules import fingerprint_lines
-    from refunds_admin.proposals.models import PayoutLine, PayoutProposal
-    from refunds_admin.tournaments.models import Snapshot, Tournament
+    from refunds_admin.ledger import services as ledger
 
     if amounts is None:
         amounts = [(1000, 0, 0, 100)] * lines
     n = next(_serial)
-    suffix = f"{os.getpid()}-{n}-{time.monotonic_ns()}"
+    doc = lines_doc(amounts, external_id=f"PT-{os.getpid()}-{n}", currency=currency)
     preparer = _user("posting_preparer", "support")
     approver = _user("posting_approver", "manager")
-    now = timezone.now()
-    with transaction.atomic():
-        tournament = Tournament.objects.create(
-            external_id=f"PT-{suffix}",
-            name=f"Posting test {n}",
-            currency=currency,
-            buy_in_cents=1000,
-            fee_cents=100,
-            starts_at=now - timedelta(hours=2),
-        )
-        snapshot = Snapshot.objects.create(
-            tournament=tournament,
-            version=1,
-            document="{}",
-            sha256=hashlib.sha256(b"{}").hexdigest(),
-            source=Snapshot.Source.DEMO,
-            entries_count=len(amounts),
-            active_count=len(amounts),
-        )
-        Tournament.objects.filter(pk=tournament.pk).update(current_snapshot=snapshot)
-        incident = Incident.objects.create(
-            tournament=tournament,
-            status=Incident.Status.CANCELLED,
-            failed_at=now - timedelta(hours=1),
-            cause=Incident.Cause.SERVER_CRASH,
-            recorded_by=preparer,
-            rule="full_refund",
-        )
-        # The engine's fingerprint of exactly these lines, as prepare_proposal would store it.
-        fingerprint = fingerprint_lines(
-            tournament.external_id,
-            currency,
-            "full_refund",
-            ((f"e{i:06d}", f"p{i:06d}", *a, sum(a)) for i, a in enumerate(amounts, start=1)),
-        )
-        approve = _approve_proposal() if schedule else None
-        proposal = PayoutProposal.objects.create(
-            incident=incident,
-            snapshot=snapshot,
-            version=1,
-            status=PayoutProposal.Status.SUBMITTED if approve else PayoutProposal.Status.APPROVED,
-            rule="full_refund",
-            currency=currency,
-            failed_at=incident.failed_at,
-            site_wide_issue=False,
-            summary={},
-            fingerprint=fingerprint,
-            approved_fingerprint="" if approve else fingerprint,
-            total_cents=sum(sum(a) for a in amounts),
-            lines_count=len(amounts),
-            prepared_by=preparer,
-            prepared_at=now,
-            submitted_by=preparer,
-            submitted_at=now,
-            approved_by=None if approve else approver,
-            approved_at=None if approve else now,
-        )
-        PayoutLine.objects.bulk_create(
-            (
-                PayoutLine(
-                    proposal=proposal,
-                    position=i,
-                    entry_id=f"e{i:06d}",
-                    player_id=f"p{i:06d}",
-                    screen_name=f"player{i}",
-                    status="active" if sum(a) else "eliminated",
-                    chips=1000 if sum(a) else 0,
-                    buy_in_refund_cents=a[0],
-                    next_prize_cents=a[1],
-                    chip_equity_cents=a[2],
-                    fee_refund_cents=a[3],
-                    total_cents=sum(a),
-                )
-                for i, a in enumerate(amounts, start=1)
-            ),
-            batch_size=chunked_lines_insert,
-        )
-        if approve:
-            proposal = approve(proposal, acting_user=approver, fingerprint=fingerprint)
-        elif schedule:
-            schedule_posting(proposal, actor=approver)
+    if schedule:
+        proposal = approved_proposal(preparer, approver, doc=doc)
+    else:
+        with mock.patch.object(ledger, "schedule_posting"):
+            proposal = approved_proposal(preparer, approver, doc=doc)
+    _check_lines(proposal, amounts)
     return proposal
 
 
-def _approve_proposal():
-    """The workflow's approve_proposal, once it exists in this checkout."""
-    try:
-        from refunds_admin.proposals.services import approve_proposal
-    except ImportError:
-        return None
-    return approve_proposal
+def _check_lines(proposal, amounts):
+    """The engine computed exactly the lines the test asked for (lines_doc's promise)."""
+    stored = list(
+        proposal.lines.order_by("position").values_list(
+            "buy_in_refund_cents", "next_prize_cents", "chip_equity_cents", "fee_refund_cents"
+        )
+    )
+    assert stored == [tuple(a) for a in amounts], "lines_doc: the engine computed other lines"
 
 
 def expected_keys(proposal):

@@ -15,16 +15,14 @@ from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
 from .factories import cancelled_incident
-from .posting_stub import record_scheduled_postings
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def submitted(transactional_db, django_user_model, monkeypatch):
+def submitted(transactional_db, django_user_model):
     """Each thread commits on its own connection, so the test database is transactional (emptied
     after the test; tests/conftest.py lets that flush past the append-only triggers)."""
-    record_scheduled_postings(monkeypatch)
     preparer = django_user_model.objects.create(username="sue_support")
     preparer.groups.add(Group.objects.get_or_create(name="support")[0])
     proposal = services.prepare_proposal(cancelled_incident(preparer), acting_user=preparer)

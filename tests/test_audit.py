@@ -13,7 +13,6 @@ from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals import services as proposals
 
 from .factories import import_doc, open_incident
-from .posting_stub import record_scheduled_postings
 
 pytestmark = pytest.mark.django_db
 
@@ -28,9 +27,8 @@ def _actions():
 
 
 def test_it_writes_one_event_per_state_change_through_the_whole_flow(
-    support, manager, other_manager, monkeypatch
+    support, manager, other_manager
 ):
-    record_scheduled_postings(monkeypatch)
     incident = open_incident(support, failed_ago=timedelta(minutes=40))
     incidents.log_restart_attempt(
         incident,
@@ -135,3 +133,17 @@ def test_the_database_refuses_to_update_or_delete_audit_events(support):
             cursor.execute("UPDATE audit_auditevent SET actor_name = 'someone else'")
     event.refresh_from_db()
     assert event.reason == "" and event.actor_name == "sam_support"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_refuses_an_event_written_outside_the_changes_transaction(support):
+    from refunds_admin.audit.services import record
+
+    incident = open_incident(support)
+    events = AuditEvent.objects.count()
+    with pytest.raises(RuntimeError, match="outside a transaction"):
+        record("incident.noted", incident, actor=support, tournament=incident.tournament)
+    assert AuditEvent.objects.count() == events
+    with transaction.atomic():  # inside one, the same event is written
+        record("incident.noted", incident, actor=support, tournament=incident.tournament)
+    assert AuditEvent.objects.filter(action="incident.noted").count() == 1

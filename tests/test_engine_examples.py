@@ -8,7 +8,7 @@ import pytest
 from refunds_admin.payouts import SnapshotError, compute_proposal, explain, parse_snapshot
 from refunds_admin.payouts.cli import main
 
-from .engine_data import EXAMPLES, example
+from .factories import EXAMPLES, example
 
 NAMES = sorted(p.name.removesuffix(".scenario.json") for p in EXAMPLES.glob("*.scenario.json"))
 FIELDS = ("buy_in_refund", "next_prize", "chip_equity", "fee_refund", "total")

@@ -14,7 +14,8 @@ from refunds_admin.payouts.snapshot import (
     _Problems,
 )
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# How many examples: the Hypothesis profile decides (fast by default, thorough in CI).
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def cents(c):
@@ -183,7 +184,7 @@ KEYS = [
 ]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.dictionaries(st.sampled_from(KEYS), ODD_VALUES, max_size=9), max_size=6))
 def test_it_validates_entries_the_same_way_in_bulk_and_one_by_one(raw):
     """The fast column-wise check may only accept what the entry-by-entry check accepts."""
@@ -215,7 +216,7 @@ def nearly_valid_entries(draw):
     return raw
 
 
-@settings(max_examples=500, deadline=None)
+@settings(deadline=None)
 @given(nearly_valid_entries())
 def test_it_validates_nearly_valid_entries_the_same_way_in_bulk_and_one_by_one(raw):
     bulk = _parse_entries_in_bulk(raw, 3000, 300)

@@ -5,13 +5,13 @@ from datetime import UTC, datetime, timedelta
 from refunds_admin.payouts import compute_proposal, explain, parse_snapshot, select_rule
 from refunds_admin.payouts.rules import round_shares
 
-from .engine_data import active, out, snapshot
+from .factories import active, engine_doc, out
 
 ENTRIES = [active(1, 600), active(2, 400), out(3)]
 
 
 def rule_at(failed_at_text, **kw):
-    doc = snapshot(entries=ENTRIES, **kw)
+    doc = engine_doc(entries=ENTRIES, **kw)
     doc["incident"]["failed_at"] = failed_at_text
     return compute_proposal(parse_snapshot(doc)).rule
 
@@ -38,7 +38,7 @@ def test_it_refunds_everyone_when_management_found_site_wide_issues():
 
 
 def test_it_takes_the_incident_from_arguments_over_the_snapshot():
-    snap = parse_snapshot(snapshot(entries=ENTRIES, failed_after="03:00:00"))
+    snap = parse_snapshot(engine_doc(entries=ENTRIES, failed_after="03:00:00"))
     early = datetime(2026, 11, 29, 18, 5, tzinfo=UTC)
     assert compute_proposal(snap, failed_at=early).rule == "full_refund"
     assert compute_proposal(snap, site_wide_issue=True).rule == "full_refund"
@@ -46,7 +46,7 @@ def test_it_takes_the_incident_from_arguments_over_the_snapshot():
 
 
 def test_it_selects_not_in_the_money_when_more_entries_remain_than_places_paid():
-    doc = snapshot(
+    doc = engine_doc(
         entries=[active(i, 100 * i) for i in range(1, 4)], prizes=[{"place": 1, "amount": "90.00"}]
     )
     proposal = compute_proposal(parse_snapshot(doc))
@@ -62,7 +62,9 @@ def test_it_refunds_what_each_entry_actually_paid_under_rule_one():
         out(3),
         {**out(4), "player_id": "p2", "buy_in_paid": "30", "fee_paid": "3"},  # re-entry
     ]
-    proposal = compute_proposal(parse_snapshot(snapshot(entries=entries, failed_after="00:12:00")))
+    proposal = compute_proposal(
+        parse_snapshot(engine_doc(entries=entries, failed_after="00:12:00"))
+    )
     assert [(ln.buy_in_refund, ln.fee_refund, ln.total) for ln in proposal.lines] == [
         (0, 0, 0),
         (2500, 300, 2800),
@@ -73,7 +75,7 @@ def test_it_refunds_what_each_entry_actually_paid_under_rule_one():
 
 def test_it_caps_prize_money_at_first_prize_and_re_splits_the_excess():
     # Two seats of 100.00 each, three left; the big stack would take more than a seat.
-    doc = snapshot(
+    doc = engine_doc(
         entries=[active(1, 9000), active(2, 600), active(3, 400)],
         prizes=[{"places": [1, 2], "amount": "100.00"}],
         buy_in="10.00",
@@ -94,7 +96,7 @@ def test_it_caps_prize_money_at_first_prize_and_re_splits_the_excess():
 
 
 def test_it_never_caps_the_fee_refund():
-    doc = snapshot(
+    doc = engine_doc(
         entries=[active(1, 9000), active(2, 600), active(3, 400)],
         prizes=[{"places": [1, 2], "amount": "100.00"}],
         buy_in="10.00",
@@ -118,7 +120,7 @@ def test_it_breaks_remainder_ties_by_chips_then_entry_id_by_code_point():
 
 def test_it_does_not_depend_on_input_order_for_ties():
     entries = [active(1, 100), active(2, 100), active(3, 100)]
-    doc = snapshot(
+    doc = engine_doc(
         entries=entries,
         prizes=[{"place": 1, "amount": "100.00"}, {"places": [2, 3], "amount": "50.00"}],
     )
@@ -129,7 +131,7 @@ def test_it_does_not_depend_on_input_order_for_ties():
 
 
 def test_it_counts_a_non_cash_prize_at_its_stated_value():
-    doc = snapshot(
+    doc = engine_doc(
         entries=[active(1, 500), active(2, 500)],
         prizes=[{"place": 1, "amount": "1000.00", "non_cash": True, "description": "WSOP package"},
                 {"place": 2, "amount": "200.00"}],
@@ -140,7 +142,7 @@ def test_it_counts_a_non_cash_prize_at_its_stated_value():
 
 
 def test_it_warns_when_awarded_prizes_disagree_with_the_prize_table():
-    doc = snapshot(
+    doc = engine_doc(
         entries=[active(1, 500), active(2, 500), out(3, finish_place=3, prize_awarded="10.00")],
         prizes=[
             {"place": 1, "amount": "60.00"},
@@ -153,12 +155,12 @@ def test_it_warns_when_awarded_prizes_disagree_with_the_prize_table():
 
 
 def test_it_warns_about_a_finish_place_still_in_play():
-    doc = snapshot(entries=[active(1, 500), active(2, 500), out(3, finish_place=2)])
+    doc = engine_doc(entries=[active(1, 500), active(2, 500), out(3, finish_place=2)])
     assert any("finished 2" in w for w in compute_proposal(parse_snapshot(doc)).warnings)
 
 
 def test_it_reports_the_prizes_the_operator_absorbs_on_a_full_refund():
-    doc = snapshot(
+    doc = engine_doc(
         entries=[active(1, 500), active(2, 500), out(3, finish_place=3, prize_awarded="15.00")],
         prizes=[
             {"place": 1, "amount": "60.00"},
@@ -173,7 +175,7 @@ def test_it_reports_the_prizes_the_operator_absorbs_on_a_full_refund():
 
 
 def test_it_fingerprints_the_lines_and_only_the_lines():
-    doc = snapshot(entries=ENTRIES)
+    doc = engine_doc(entries=ENTRIES)
     a = compute_proposal(parse_snapshot(doc)).fingerprint()
     doc["tournament"]["name"] = "Renamed"
     assert compute_proposal(parse_snapshot(doc)).fingerprint() == a

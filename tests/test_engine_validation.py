@@ -7,11 +7,11 @@ import pytest
 from refunds_admin.payouts import SnapshotError, compute_proposal, parse_snapshot
 from refunds_admin.payouts.money import AmountError, display, format_cents, parse_amount
 
-from .engine_data import active, out, snapshot
+from .factories import active, engine_doc, out
 
 
 def base():
-    return snapshot(entries=[active(1, 600), active(2, 400), out(3)])
+    return engine_doc(entries=[active(1, 600), active(2, 400), out(3)])
 
 
 def refused(doc):
@@ -233,13 +233,13 @@ def test_it_refuses_bad_input_naming_the_field(what, path, value, field, words):
 
 
 def test_it_refuses_one_player_holding_two_active_entries():
-    doc = snapshot(entries=[active(1, 600), {**active(2, 400), "player_id": "p1"}])
+    doc = engine_doc(entries=[active(1, 600), {**active(2, 400), "player_id": "p1"}])
     problems = refused(doc)
     assert any("p1" in p and "two active entries" in p for p in problems)
 
 
 def test_it_allows_one_active_entry_beside_eliminated_re_entries():
-    doc = snapshot(entries=[out(1), {**active(2, 600), "player_id": "p1"}, active(3, 400)])
+    doc = engine_doc(entries=[out(1), {**active(2, 600), "player_id": "p1"}, active(3, 400)])
     assert compute_proposal(parse_snapshot(doc)).rule == "in_the_money"
 
 
@@ -253,7 +253,7 @@ def test_it_reports_every_problem_not_only_the_first():
 
 
 def test_it_caps_the_list_of_problems_and_counts_the_rest():
-    doc = snapshot(entries=[{**active(i, 10), "chips": 1.5} for i in range(80)])
+    doc = engine_doc(entries=[{**active(i, 10), "chips": 1.5} for i in range(80)])
     with pytest.raises(SnapshotError) as info:
         parse_snapshot(doc)
     assert len(info.value.problems) == 50 and info.value.more == 30
@@ -268,17 +268,17 @@ def test_it_refuses_documents_that_are_not_json_objects():
 
 
 def test_it_refuses_rule_two_with_one_entry_left():
-    doc = snapshot(entries=[active(1, 600), out(2)], failed_after="01:00:00")
+    doc = engine_doc(entries=[active(1, 600), out(2)], failed_after="01:00:00")
     assert any("winner" in p for p in refused(doc))
 
 
 def test_it_accepts_one_entry_left_when_rule_one_applies():
-    doc = snapshot(entries=[active(1, 600), out(2)], failed_after="00:10:00")
+    doc = engine_doc(entries=[active(1, 600), out(2)], failed_after="00:10:00")
     assert compute_proposal(parse_snapshot(doc)).rule == "full_refund"
 
 
 def test_it_refuses_a_buy_in_back_above_first_prize():
-    doc = snapshot(
+    doc = engine_doc(
         entries=[active(1, 600), active(2, 400), active(3, 100)],
         prizes=[{"place": 1, "amount": "20.00"}],
         buy_in="30.00",
@@ -287,7 +287,7 @@ def test_it_refuses_a_buy_in_back_above_first_prize():
 
 
 def test_it_refuses_a_pool_smaller_than_the_buy_ins_it_must_return():
-    doc = snapshot(
+    doc = engine_doc(
         entries=[active(i, 100) for i in range(1, 5)],
         prizes=[{"place": 1, "amount": "50.00"}, {"place": 2, "amount": "40.00"}],
         buy_in="30.00",
@@ -325,7 +325,7 @@ def test_it_gives_the_same_answer_for_bytes_text_and_decoded_json():
 
 
 def test_it_does_not_count_an_entry_with_an_unknown_status_as_active():
-    doc = snapshot(
+    doc = engine_doc(
         entries=[active(1, 600), active(2, 400), {**active(3, 50), "status": "sitting_out"}],
         chips_in_play=1000,
     )

@@ -15,7 +15,7 @@ from refunds_admin.incidents.models import Incident
 from refunds_admin.tournaments.models import Entry, PrizePlace, Snapshot, Tournament
 from refunds_admin.tournaments.services import export_snapshot, import_csv, import_snapshot
 
-from .factories import dumps, import_doc, open_incident, snapshot_doc
+from .factories import approved_proposal, dumps, import_doc, open_incident, snapshot_doc
 
 EXAMPLES = Path(__file__).parent / "data" / "examples"
 pytestmark = pytest.mark.django_db
@@ -224,10 +224,9 @@ def test_it_refuses_a_new_snapshot_that_starts_after_the_recorded_failure(suppor
     assert Incident.objects.get().rule == incident.rule
 
 
-def test_it_refuses_a_reimport_once_the_tournament_is_frozen(support):
-    snapshot = import_doc(support)
-    # approve_proposal sets frozen_at (see test_proposals for the whole path).
-    Tournament.objects.update(frozen_at=timezone.now())
+def test_it_refuses_a_reimport_once_the_tournament_is_frozen(support, manager):
+    # Approving a proposal freezes the tournament's snapshot.
+    snapshot = approved_proposal(support, manager).snapshot
     with pytest.raises(Refused, match="frozen: a proposal was approved"):
         import_doc(support, snapshot_doc(name="Too late"))
     assert Snapshot.objects.count() == 1

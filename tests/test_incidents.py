@@ -123,11 +123,12 @@ def test_it_refuses_a_resumption_before_the_failure(support):
     assert refused.value.problems[0][0] == "resumed_at"
 
 
-def test_it_cancels_only_after_the_window(support):
-    incident = open_incident(support, failed_ago=timedelta(minutes=29, seconds=50))
+def test_it_cancels_only_after_the_window(support, time_machine):
+    time_machine.move_to(timezone.now(), tick=False)
+    incident = open_incident(support, failed_ago=timedelta(minutes=29, seconds=59))
     with pytest.raises(Refused, match="still running"):
         services.cancel_after_window(incident, acting_user=support)
-    Incident.objects.filter(pk=incident.pk).update(failed_at=timezone.now() - timedelta(minutes=31))
+    time_machine.shift(timedelta(seconds=1))  # exactly 30 minutes: the window has passed
     services.cancel_after_window(incident, acting_user=None)  # the system's periodic check
     assert incident.status == "cancelled" and incident.cancelled_because == "window_passed"
     event = AuditEvent.objects.get(action="incident.cancelled")

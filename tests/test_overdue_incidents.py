@@ -8,9 +8,9 @@ from django.core import mail
 from django.utils import timezone
 
 from refunds_admin.audit.models import AuditEvent
-from refunds_admin.incidents.models import Incident
+from refunds_admin.incidents import services as incidents
 from refunds_admin.incidents.tasks import flag_overdue
-from refunds_admin.tournaments.models import Tournament
+from tests.factories import open_incident
 
 pytestmark = pytest.mark.django_db
 
@@ -20,24 +20,22 @@ def locmem_mail(settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 
 
-def incident(support, minutes_ago, status=Incident.Status.OPEN, n=[0]):  # noqa: B006
+def incident(support, minutes_ago, *, resumed=False, n=[0]):  # noqa: B006
     n[0] += 1
-    now = timezone.now()
-    tournament = Tournament.objects.create(
-        external_id=f"OV-{n[0]}",
-        name="Sunday Million",
-        currency="USD",
-        buy_in_cents=1000,
-        fee_cents=100,
-        starts_at=now - timedelta(hours=3),
+    opened = open_incident(
+        support, failed_ago=timedelta(minutes=minutes_ago), external_id=f"OV-{n[0]}"
     )
-    return Incident.objects.create(
-        tournament=tournament,
-        status=status,
-        failed_at=now - timedelta(minutes=minutes_ago),
-        cause=Incident.Cause.NETWORK,
-        recorded_by=support,
-    )
+    if resumed:  # play resumed ten minutes after the failure
+        incidents.mark_resumed(
+            opened, resumed_at=opened.failed_at + timedelta(minutes=10), acting_user=support
+        )
+    return opened
+
+
+@pytest.fixture(autouse=True)
+def frozen_clock(time_machine):
+    """The 29- and 31-minute incidents stay on their side of the window however slow the run."""
+    time_machine.move_to(timezone.now(), tick=False)
 
 
 def test_it_flags_an_overdue_incident_and_mails_managers_once(
@@ -50,7 +48,7 @@ def test_it_flags_an_overdue_incident_and_mails_managers_once(
     support.save()
     overdue = incident(support, minutes_ago=31)
     incident(support, minutes_ago=29)  # still inside its window
-    incident(support, minutes_ago=90, status=Incident.Status.RESUMED)  # play resumed
+    incident(support, minutes_ago=90, resumed=True)  # play resumed
 
     with django_capture_on_commit_callbacks(execute=True):
         assert flag_overdue() == [overdue.pk]

@@ -25,20 +25,20 @@ def _ledger(proposal):
 
 def test_it_books_one_credit_per_entry_and_non_zero_component():
     proposal = make_approved_proposal(
-        amounts=[(1000, 0, 0, 100), (0, 0, 0, 0), (0, 2500, 1733, 0), (1000, 0, 0, 100)] * 3
+        amounts=[(1000, 0, 250, 100), (0, 0, 0, 0), (0, 0, 1733, 0), (1000, 0, 17, 100)] * 3
     )
     assert services.post_proposal(proposal.pk) == "posted"
 
     credits = dict(_ledger(proposal))
     assert set(credits) == expected_keys(proposal)
-    assert len(credits) == 18  # 3 x (2 + 0 + 2 + 2): zero components book nothing
+    assert len(credits) == 21  # 3 x (3 + 0 + 1 + 3): zero components book nothing
     assert credits[f"proposal-{proposal.pk}/e000003/chip_equity"] == 1733
     assert sum(credits.values()) == proposal.total_cents
     proposal.refresh_from_db()
     assert proposal.status == PayoutProposal.Status.POSTED
     assert services.posting_progress(proposal) | {"heartbeat_at": None} == {
-        "posted": 18,
-        "total": 18,
+        "posted": 21,
+        "total": 21,
         "posted_cents": proposal.total_cents,
         "total_cents": proposal.total_cents,
         "state": "posted",
@@ -58,7 +58,7 @@ def test_it_books_one_credit_per_entry_and_non_zero_component():
 
 
 def test_it_derives_player_balances_from_credits():
-    proposal = make_approved_proposal(amounts=[(1000, 0, 250, 100), (500, 0, 0, 0)])
+    proposal = make_approved_proposal(amounts=[(1000, 0, 0, 350), (500, 0, 0, 0)])
     services.post_proposal(proposal.pk)
     assert services.player_balances("p000001") == {"USD": 1350}
     assert services.player_credits("p000001")["balances"] == {"USD": 1350}
@@ -112,7 +112,7 @@ def test_it_schedules_only_approved_proposals_once():
         services.schedule_posting(proposal, actor=None)
         services.schedule_posting(proposal, actor=None)
     assert PostingJob.objects.filter(proposal=proposal).count() == 1
-    PayoutProposal.objects.filter(pk=proposal.pk).update(status="posted")
+    assert services.post_proposal(proposal.pk) == "posted"
     proposal.refresh_from_db()
     with pytest.raises(Refused), transaction.atomic():
         services.schedule_posting(proposal, actor=None)

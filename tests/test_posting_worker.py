@@ -21,6 +21,7 @@ from tests.posting_support import (
     ROOT,
     expected_keys,
     make_approved_proposal,
+    make_submitted_proposal,
     wait_for,
     wait_until_posted,
     worker_database_url,
@@ -189,10 +190,7 @@ print("ELAPSED", time.monotonic() - started)
 
 
 def test_it_approves_with_redis_down_and_the_sweeper_posts_later(celery_worker_process):
-    proposal = make_approved_proposal(lines=200, schedule=False)
-    PayoutProposal.objects.filter(pk=proposal.pk).update(  # submitted, waiting for approval
-        status="submitted", approved_by=None, approved_at=None, approved_fingerprint=""
-    )
+    proposal = make_submitted_proposal(lines=200)  # waiting for a manager's approval
     # The approving process sees a broker that refuses connections (nothing listens there).
     env = celery_worker_process.env(REDIS_URL="redis://127.0.0.1:6390/0", PROPOSAL=proposal.pk)
     done = subprocess.run(

@@ -10,20 +10,15 @@ from django.utils import timezone
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incidents
+from refunds_admin.ledger import services as ledger
 from refunds_admin.payouts import compute_proposal, parse_snapshot
 from refunds_admin.proposals import services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Snapshot, Tournament
 
 from .factories import cancelled_incident, import_doc, open_incident, snapshot_doc
-from .posting_stub import _is_placeholder, record_scheduled_postings
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def scheduled_postings(monkeypatch):
-    return record_scheduled_postings(monkeypatch)
 
 
 @pytest.fixture
@@ -95,7 +90,7 @@ def test_it_returns_a_submitted_proposal_to_draft_when_prepared_again(submitted,
     assert again.pk == submitted.pk and again.status == "draft" and again.submitted_by is None
 
 
-def test_it_never_replaces_an_approved_proposal(submitted, support, manager, scheduled_postings):
+def test_it_never_replaces_an_approved_proposal(submitted, support, manager):
     services.approve_proposal(submitted, acting_user=manager, fingerprint=submitted.fingerprint)
     with pytest.raises(Refused, match="frozen"):
         services.prepare_proposal(submitted.incident, acting_user=support)
@@ -120,9 +115,7 @@ def test_it_submits_a_draft_once(incident, support):
     assert AuditEvent.objects.filter(action="proposal.submitted").count() == 1
 
 
-def test_it_approves_with_four_eyes_and_freezes_the_tournament(
-    submitted, manager, support, scheduled_postings
-):
+def test_it_approves_with_four_eyes_and_freezes_the_tournament(submitted, manager, support):
     services.approve_proposal(submitted, acting_user=manager, fingerprint=submitted.fingerprint)
     assert submitted.status == "approved" and submitted.approved_by == manager
     assert submitted.approved_fingerprint == submitted.fingerprint
@@ -130,15 +123,16 @@ def test_it_approves_with_four_eyes_and_freezes_the_tournament(
     assert tournament.frozen_at is not None
     event = AuditEvent.objects.get(action="proposal.approved")
     assert event.actor == manager and event.after["total"] == submitted.total_cents
-    if _is_placeholder():
-        assert scheduled_postings == [(submitted.pk, "approved", manager, True)]
+    # The posting job was written in the approval's transaction, waiting to be posted.
+    progress = ledger.posting_progress(submitted)
+    assert (progress["state"], progress["total_cents"]) == ("queued", submitted.total_cents)
     # Frozen: the platform can no longer replace the snapshot.
     with pytest.raises(Refused, match="frozen"):
         import_doc(support, snapshot_doc(name="late"))
 
 
 def test_it_refuses_approval_by_the_preparer_or_the_submitter(
-    incident, manager, other_manager, support, scheduled_postings
+    incident, manager, other_manager, support
 ):
     proposal = services.prepare_proposal(incident, acting_user=manager)
     services.submit_proposal(proposal, acting_user=other_manager)
@@ -164,7 +158,7 @@ def test_the_database_refuses_an_approval_without_the_fingerprint(submitted, man
         )
 
 
-def test_it_refuses_approval_quoting_another_fingerprint(submitted, manager, scheduled_postings):
+def test_it_refuses_approval_quoting_another_fingerprint(submitted, manager):
     with pytest.raises(Refused, match="not the one you reviewed"):
         services.approve_proposal(submitted, acting_user=manager, fingerprint="ab" * 32)
     submitted.refresh_from_db()
@@ -173,15 +167,13 @@ def test_it_refuses_approval_quoting_another_fingerprint(submitted, manager, sch
     )
 
 
-def test_it_refuses_approving_a_draft(incident, support, manager, scheduled_postings):
+def test_it_refuses_approving_a_draft(incident, support, manager):
     proposal = services.prepare_proposal(incident, acting_user=support)
     with pytest.raises(Refused, match="not submitted"):
         services.approve_proposal(proposal, acting_user=manager, fingerprint=proposal.fingerprint)
 
 
-def test_it_refuses_approving_a_proposal_whose_snapshot_was_replaced(
-    submitted, support, manager, scheduled_postings
-):
+def test_it_refuses_approving_a_proposal_whose_snapshot_was_replaced(submitted, support, manager):
     starts_at = submitted.incident.tournament.starts_at
     import_doc(
         support, snapshot_doc(starts_at=starts_at, active_chips=[40_000, 30_000, 20_001, 9_999])
@@ -243,7 +235,7 @@ def test_it_explains_an_entrys_payout(submitted):
         services.statement(submitted, "nobody")
 
 
-def test_it_stamps_the_approval_time(submitted, manager, scheduled_postings):
+def test_it_stamps_the_approval_time(submitted, manager):
     before = timezone.now()
     services.approve_proposal(submitted, acting_user=manager, fingerprint=submitted.fingerprint)
     assert before <= submitted.approved_at <= timezone.now()

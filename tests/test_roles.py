@@ -14,7 +14,6 @@ from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.services import import_csv
 
 from .factories import cancelled_incident, import_doc, open_incident
-from .posting_stub import record_scheduled_postings
 from .test_import import ENTRIES_CSV, PRIZES_CSV, _fields
 
 pytestmark = pytest.mark.django_db
@@ -121,8 +120,7 @@ def helper(django_user_model):
 
 @pytest.mark.parametrize("persona", PERSONAS)
 @pytest.mark.parametrize("action", ACTIONS)
-def test_it_lets_only_the_designed_roles_act(action, persona, helper, request, monkeypatch):
-    record_scheduled_postings(monkeypatch)
+def test_it_lets_only_the_designed_roles_act(action, persona, helper, request):
     allowed, setup = ACTIONS[action]
     perform = setup(helper)
     user = request.getfixturevalue(persona)

@@ -97,7 +97,7 @@ WITH chunk AS (
 ), booked AS (
     INSERT INTO {_CREDITS_TABLE} (key, proposal_id, entry_id, component, player_id, currency,
                                amount_cents, created_at)
-    SELECT key, %(proposal)s, entry_id, component, player_id, %(currency)s, amount, now()
+    SELECT key, %(proposal)s, entry_id, component, player_id, %(currency)s, amount, %(now)s
     FROM credits
     ON CONFLICT (key) DO NOTHING
     RETURNING 1
@@ -125,6 +125,9 @@ def book_chunk(proposal, after_position, size):
                     "after": after_position,
                     "size": size,
                     "currency": proposal.currency,
+                    # The app's clock, as on SQLite, not the database server's now(): one
+                    # source of time for every record (and a frozen clock in tests holds).
+                    "now": timezone.now(),
                 },
             )
             through, credits, cents, booked = cursor.fetchone()

@@ -45,7 +45,11 @@ def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
     n = s["active"]
     guaranteed = s["guaranteed"]
     in_money = proposal.rule == IN_THE_MONEY
-    per_entry = guaranteed // n if guaranteed % n == 0 else None
+    # "X for each" only when every active entry really got X: entries can have paid different
+    # buy-ins (tickets, freerolls), and then an even total says nothing about each one.
+    c = proposal.columns
+    refunds = {b for b, st in zip(c.buy_in_refund, c.status) if st == ACTIVE}
+    per_entry = refunds.pop() if len(refunds) == 1 else None
     if in_money:
         out.append(("Remaining prize pool", money(s["remaining_pool"])))
         out.append(

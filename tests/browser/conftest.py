@@ -4,13 +4,12 @@ Playwright runs an event loop in this thread; Django refuses ORM calls from a th
 running loop unless told it is safe, which it is here (one test, one thread at a time).
 """
 
-import json
 import os
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
+
+from tests.factories import dumps, sunday_major_doc
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -142,36 +141,8 @@ def shot_of(locator, name):
     locator.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
 
 
-def snapshot_file(tmp_path, external_id="UP-2026-BROWSER-1", entries=400, active=60):
-    """A tournament-snapshot/1 file whose play started two hours ago (so an incident 40
-    minutes ago is past its 30-minute window)."""
-    starts_at = timezone.now().replace(microsecond=0) - timedelta(hours=2)
-    prizes = [500000, 250000, 150000, 100000, 80000, 60000, 45000, 35000, 25000]
-    doc = {
-        "format": "tournament-snapshot/1",
-        "tournament": {
-            "external_id": external_id,
-            "name": "$100 + $9 Sunday Major",
-            "currency": "USD",
-            "buy_in": "100.00",
-            "fee": "9.00",
-            "starts_at": starts_at.isoformat().replace("+00:00", "Z"),
-            "prizes": [
-                {"place": place, "amount": f"{amount // 100}.00"}
-                for place, amount in enumerate(prizes, start=1)
-            ],
-        },
-        "entries": [
-            {
-                "entry_id": f"E{i:04d}",
-                "player_id": f"P{i:04d}",
-                "screen_name": f"shark{i:04d}",
-                "status": "active" if i < active else "eliminated",
-                **({"chips": (i * 7919) % 90000 + 2000} if i < active else {}),
-            }
-            for i in range(entries)
-        ],
-    }
+def snapshot_file(tmp_path, external_id="UP-2026-BROWSER-1"):
+    """The Sunday Major's snapshot (tests.factories.sunday_major_doc) as a file to upload."""
     path = tmp_path / f"{external_id}.json"
-    path.write_text(json.dumps(doc, indent=1))
+    path.write_text(dumps(sunday_major_doc(external_id)))
     return path

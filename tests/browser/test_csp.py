@@ -9,13 +9,16 @@ canary test proves that a violation is seen.
 import os
 import re
 from collections import deque
+from datetime import timedelta
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
 from playwright.sync_api import expect
 
+from tests.factories import approved_proposal, open_incident, submitted_proposal, sunday_major_doc
+
 from .conftest import is_csp_violation, watch_csp
-from .helpers import approved_proposal, open_incident, submitted_proposal, wait_until_posted
+from .helpers import wait_until_posted
 
 pytestmark = pytest.mark.browser
 
@@ -63,13 +66,13 @@ def crawl(page, origin, start="/", max_pages=MAX_PAGES, skip=SKIP):
 
 
 @pytest.fixture
-def every_state(support, other_manager, tmp_path, request):
+def every_state(support, other_manager, request):
     """Tournaments at every step: an open incident, a submitted proposal, a posted one."""
     if os.environ.get("REDIS_URL"):
         request.getfixturevalue("celery_worker_process").start()
-    open_incident(support, tmp_path, external_id="CSP-OPEN", minutes_ago=12)
-    submitted = submitted_proposal(support, tmp_path, external_id="CSP-SUBMITTED")
-    posted = approved_proposal(support, other_manager, tmp_path, external_id="CSP-POSTED")
+    open_incident(support, failed_ago=timedelta(minutes=12), doc=sunday_major_doc("CSP-OPEN"))
+    submitted = submitted_proposal(support, doc=sunday_major_doc("CSP-SUBMITTED"))
+    posted = approved_proposal(support, other_manager, doc=sunday_major_doc("CSP-POSTED"))
     wait_until_posted(posted)
     return submitted, posted
 

@@ -21,19 +21,11 @@ from .conftest import shot, shot_of, snapshot_file
 
 pytestmark = pytest.mark.browser
 
-pytest.importorskip("refunds_admin.proposals.services", reason="needs the workflow services")
-try:  # the posting helper's real-worker fixture (used when REDIS_URL is set)
-    from tests.posting_support import celery_worker_process  # noqa: F401
-except ImportError:  # pragma: no cover - until the posting branch is merged
-    celery_worker_process = None
-
 
 def _start_worker_if_needed(request):
     """With REDIS_URL the approval queues a task on Redis: a real worker must post it. Without,
     the task runs in-process when the approval commits."""
     if os.environ.get("REDIS_URL"):
-        if celery_worker_process is None:
-            pytest.skip("needs the posting helper's celery_worker_process fixture")
         request.getfixturevalue("celery_worker_process").start()
 
 
@@ -90,14 +82,24 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
 
     # Meanwhile another table failed 12 minutes ago, and (with a worker on Redis) another
     # tournament's refunds are being posted: the manager's dashboard shows all of it.
-    from tests.browser.helpers import open_incident, partly_posted_proposal
+    from tests.factories import open_incident, partly_posted_proposal, sunday_major_doc
 
-    open_incident(support, tmp_path, external_id="UP-2026-BROWSER-2", minutes_ago=12)
+    open_incident(
+        support,
+        failed_ago=timedelta(minutes=12),
+        cause="server_crash",
+        description="Table servers unreachable; restarting.",
+        doc=sunday_major_doc("UP-2026-BROWSER-2"),
+    )
     busy = None
     if os.environ.get("REDIS_URL"):  # in-process posting would finish it at approval
         settings.POSTING_CHUNK_SIZE = 24  # lines: about 40% of the proposal's credits
         busy = partly_posted_proposal(
-            support, other_manager, tmp_path, external_id="UP-2026-BROWSER-3"
+            support,
+            other_manager,
+            cause="network",
+            description="Data centre uplink lost.",
+            doc=sunday_major_doc("UP-2026-BROWSER-3"),
         )
     mpage = open_as(manager)
     waiting = mpage.inner_text("#waiting-approval")
@@ -136,12 +138,19 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
 
 
 def test_it_lets_an_auditor_find_replay_and_export_an_incident(
-    open_as, support, other_manager, auditor, tmp_path, request
+    open_as, support, other_manager, auditor, request
 ):
-    from tests.browser.helpers import approved_proposal, wait_until_posted
+    from tests.browser.helpers import wait_until_posted
+    from tests.factories import approved_proposal, sunday_major_doc
 
     _start_worker_if_needed(request)
-    proposal = approved_proposal(support, other_manager, tmp_path, external_id="UP-AUDIT-1")
+    proposal = approved_proposal(
+        support,
+        other_manager,
+        cause="network",
+        description="Data centre uplink lost.",
+        doc=sunday_major_doc("UP-AUDIT-1"),
+    )
     wait_until_posted(proposal)
     page = open_as(auditor)
     page.click("nav >> text=Audit")
@@ -187,7 +196,8 @@ def test_it_shows_every_error_of_a_bad_csv_and_saves_nothing(open_as, support, t
     form.locator("#id_currency").fill("USD")
     form.locator("#id_buy_in").fill("30.00")
     form.locator("#id_fee").fill("3,00")
-    form.locator("#id_starts_at").fill("2026-11-29T10:00:00")
+    started = timezone.localtime(timezone.now() - timedelta(hours=2))
+    form.locator("#id_starts_at").fill(started.strftime("%Y-%m-%dT%H:%M:%S"))
     form.locator("#id_entries_csv").set_input_files(str(entries))
     form.locator("#id_prizes_csv").set_input_files(str(prizes))
     page.click("button:has-text('Import CSV')")
@@ -199,12 +209,10 @@ def test_it_shows_every_error_of_a_bad_csv_and_saves_nothing(open_as, support, t
     assert not Tournament.objects.filter(external_id="UP-BAD-CSV").exists()
 
 
-def test_it_never_lets_a_manager_approve_their_own_proposal(
-    open_as, manager, support, tmp_path, live_server
-):
-    from tests.browser.helpers import submitted_proposal
+def test_it_never_lets_a_manager_approve_their_own_proposal(open_as, manager, support, live_server):
+    from tests.factories import submitted_proposal, sunday_major_doc
 
-    proposal = submitted_proposal(manager, tmp_path, external_id="UP-OWN-1")
+    proposal = submitted_proposal(manager, doc=sunday_major_doc("UP-OWN-1"))
     page = open_as(manager)
     page.goto(f"/proposals/{proposal.pk}/approval/")
     page.wait_for_selector("text=another manager must approve it")

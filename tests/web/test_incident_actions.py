@@ -9,8 +9,6 @@ from django.utils import timezone
 from refunds_admin.incidents.models import Incident
 from tests.factories import import_doc
 
-pytest.importorskip("refunds_admin.incidents.services", reason="needs the workflow services")
-
 
 @pytest.fixture
 def tournament(support):

@@ -5,11 +5,14 @@ import json
 import pytest
 from django.urls import reverse
 
-from refunds_admin.proposals.services import prepare_proposal
+from refunds_admin.proposals.services import prepare_proposal, submit_proposal
 from refunds_admin.web import queries
-from tests.factories import cancelled_incident
-
-from .conftest import make_incident, make_proposal, make_tournament
+from tests.factories import (
+    cancelled_incident,
+    draft_proposal,
+    submitted_proposal,
+    sunday_special_doc,
+)
 
 
 def _entries(response):
@@ -20,9 +23,16 @@ def _entries(response):
 
 @pytest.fixture
 def big(support):
-    """250 entries, 200 active: three pages of 100."""
-    tournament = make_tournament(support, external_id="UP-BIG", entries=250, active=200)
-    return make_proposal(make_incident(tournament, support), support)
+    """250 entries, 200 active: three pages of 100. 25 paid places of 400.00, so the first-place
+    cap binds: e199's huge stack is capped, every other active entry shares the rest."""
+    doc = sunday_special_doc(
+        "UP-BIG",
+        entries=250,
+        active=200,
+        prizes=[400_00] * 25,
+        chips=lambda i: 5_000_000 if i == 199 else (i + 1) * 1000,
+    )
+    return submitted_proposal(support, doc=doc)
 
 
 @pytest.mark.django_db
@@ -31,7 +41,7 @@ def test_it_shows_summary_warnings_and_total_with_currency(client, world, audito
     page = client.get(reverse("proposal_detail", args=[world["proposal"].pk])).content.decode()
     assert "Rule 2: not yet in the money" in page
     assert "USD 1,950.00" in page  # remaining pool from the summary
-    assert "prize_awarded totals differ" in page
+    assert "prizes awarded to eliminated entries total 50.00" in page
     assert world["proposal"].fingerprint in page
 
 
@@ -74,7 +84,7 @@ def test_it_searches_by_player_id_or_screen_name_and_filters(client, big, audito
     assert _entries(client.get(url, {"q": "player024"})) == ["e024"]
     eliminated = _entries(client.get(url, {"show": "eliminated"}))
     assert eliminated[0] == "e200" and len(eliminated) == 50
-    assert _entries(client.get(url, {"show": "capped"})) == ["e009"]
+    assert _entries(client.get(url, {"show": "capped"})) == ["e199"]
 
 
 @pytest.mark.django_db
@@ -94,8 +104,8 @@ def test_it_answers_htmx_with_only_the_lines_partial(client, big, auditor):
 
 @pytest.mark.django_db
 def test_it_draws_a_chart_of_at_most_500_points(client, support, auditor):
-    tournament = make_tournament(support, external_id="UP-CHART", entries=1200, active=1200)
-    proposal = make_proposal(make_incident(tournament, support), support)
+    doc = sunday_special_doc("UP-CHART", entries=1200, active=1200, prizes=[400_00] * 100)
+    proposal = draft_proposal(support, doc=doc)
     client.force_login(auditor)
     response = client.get(reverse("proposal_chart", args=[proposal.pk]))
     assert response["Content-Type"] == "image/svg+xml"
@@ -109,11 +119,12 @@ def test_it_exports_every_line_as_csv_and_json(client, big, auditor):
     response = client.get(reverse("proposal_export_csv", args=[big.pk]))
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert len(rows) == 250
-    assert rows[0]["entry_id"] == "e000" and rows[0]["total"] == "63.00"
+    # e000 (1,000 chips): 30.00 buy-in + 0.18 chip equity + 3.00 fee.
+    assert rows[0]["entry_id"] == "e000" and rows[0]["total"] == "33.18"
     response = client.get(reverse("proposal_export_json", args=[big.pk]))
     doc = json.loads(b"".join(response.streaming_content))
     assert doc["format"] == "payout-proposal/1" and len(doc["lines"]) == 250
-    assert doc["lines"][1]["chip_equity"] == "60.00"
+    assert doc["lines"][1]["chip_equity"] == "0.36"  # twice e000's stack, twice its share
     assert sum(int(line["total"].replace(".", "")) for line in doc["lines"]) == big.total_cents
 
 
@@ -130,8 +141,9 @@ def test_it_hides_the_approve_button_from_the_preparer(client, world, support, m
 
 @pytest.mark.django_db
 def test_it_hides_the_approve_button_from_a_manager_who_submitted(client, support, manager):
-    tournament = make_tournament(support, external_id="UP-OWN")
-    proposal = make_proposal(make_incident(tournament, support), support, submitter=manager)
+    proposal = submit_proposal(
+        draft_proposal(support, doc=sunday_special_doc("UP-OWN")), acting_user=manager
+    )
     client.force_login(manager)
     page = client.get(reverse("proposal_approval", args=[proposal.pk])).content.decode()
     assert 'id="approve-form"' not in page

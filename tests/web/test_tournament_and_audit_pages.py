@@ -39,11 +39,28 @@ def test_it_shows_the_incident_timeline_and_actions_by_role(
 
 
 @pytest.mark.django_db
-def test_it_filters_the_audit_history(client, world, auditor):
+def test_it_filters_the_audit_history(client, world, support, auditor):
+    from django.db import transaction
+
+    from refunds_admin.audit.services import record
+
+    # No workflow step names players yet; an event that does, written by the audit service.
+    with transaction.atomic():
+        record(
+            "player.answered",
+            world["proposal"],
+            actor=support,
+            tournament=world["tournament"],
+            player_ids=["p001", "p002"],
+            reason="explained the chip equity to p001",
+        )
     client.force_login(auditor)
     url = reverse("audit")
     page = client.get(url, {"player": "p001"}).content.decode()
-    assert "submitted proposal" in page and "recorded incident" not in page
+    assert "explained the chip equity" in page
+    assert "submitted proposal" not in page and "recorded incident" not in page
+    page = client.get(url, {"player": "p003"}).content.decode()
+    assert "No event matches." in page
     page = client.get(url, {"action": "incident."}).content.decode()
     assert "recorded incident" in page and "submitted proposal" not in page
     page = client.get(url, {"user": "nobody"}).content.decode()
@@ -67,23 +84,31 @@ def test_it_exports_the_filtered_audit_history_as_csv(client, world, auditor):
     client.force_login(auditor)
     response = client.get(reverse("audit_export"), {"tournament": "UP-TEST-1"})
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert [r["action"] for r in rows] == ["proposal.submitted", "incident.recorded"]
-    assert rows[0]["before"] == '{"status": "draft"}'
+    assert [r["action"] for r in rows] == [
+        "snapshot.imported",
+        "incident.recorded",
+        "incident.cancelled",
+        "proposal.prepared",
+        "proposal.submitted",
+    ]
+    assert rows[-1]["before"] == '{"status": "draft"}'
+    assert rows[2]["actor"] == "system" and rows[2]["created_at_utc"] == "2026-11-29T21:45:00+00:00"
 
 
 @pytest.mark.django_db
-def test_it_shows_open_incidents_with_a_countdown_and_overdue_ones_stand_out(client, support):
+def test_it_shows_open_incidents_with_a_countdown_and_overdue_ones_stand_out(
+    client, support, time_machine
+):
     from datetime import UTC, timedelta
 
     from django.utils import timezone
 
-    from .conftest import make_incident, make_tournament
+    from tests.factories import open_incident
 
     now = timezone.now().replace(microsecond=0)
-    late = make_incident(make_tournament(support, external_id="UP-LATE"), support, status="open")
-    fresh = make_incident(make_tournament(support, external_id="UP-FRESH"), support, status="open")
-    type(late).objects.filter(pk=late.pk).update(failed_at=now - timedelta(minutes=45))
-    type(fresh).objects.filter(pk=fresh.pk).update(failed_at=now - timedelta(minutes=10))
+    time_machine.move_to(now, tick=False)
+    open_incident(support, failed_ago=timedelta(minutes=45), external_id="UP-LATE")
+    open_incident(support, failed_ago=timedelta(minutes=10), external_id="UP-FRESH")
     client.force_login(support)
     page = client.get(reverse("dashboard")).content.decode()
     deadline = (now + timedelta(minutes=20)).astimezone(UTC)
