@@ -358,3 +358,15 @@ def test_the_api_answers_json_even_when_it_fails(support, monkeypatch):
     assert response.status_code == 500
     assert response["Content-Type"] == "application/json" and response.json()["error"]
     assert "disk full" not in response.content.decode()
+
+
+def test_it_refuses_a_csv_file_above_the_documented_size(support, monkeypatch):
+    from refunds_admin.errors import Refused
+    from refunds_admin.tournaments import services
+
+    monkeypatch.setattr(services, "MAX_CSV_BYTES", 10)
+    with pytest.raises(Refused) as refused:
+        _csv(support)
+    assert refused.value.problems[0][0] == "entries CSV"
+    assert "MB are accepted" in refused.value.problems[0][1]
+    _nothing_stored()
