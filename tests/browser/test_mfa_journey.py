@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group
 
 from refunds_admin.accounts import mfa
 from refunds_admin.proposals.models import PayoutProposal
+from tests.factories import submitted_proposal
 
 from .conftest import shot
 
@@ -25,13 +26,11 @@ def _code_from_key(secret):
 
 
 def test_a_manager_enrols_and_approves_only_with_a_code(
-    browser, live_server, support, django_user_model, tmp_path
+    browser, live_server, support, django_user_model
 ):
-    from tests.browser.helpers import submitted_proposal
-
     nina = django_user_model.objects.create_user("nina_manager", password="pw-nina_manager")
     nina.groups.add(Group.objects.get(name="manager"))
-    proposal = submitted_proposal(support, tmp_path, external_id="UP-MFA-1")
+    proposal = submitted_proposal(support, external_id="UP-MFA-1")
 
     context = browser.new_context(
         base_url=live_server.url, viewport={"width": 1360, "height": 900}, timezone_id="UTC"
