@@ -85,6 +85,8 @@ INSTALLED_APPS = [
     "refunds_admin.incidents",
     "refunds_admin.proposals",
     "refunds_admin.ledger",
+    "refunds_admin.notifications",
+    "refunds_admin.reports",
     "refunds_admin.web",
 ]
 
@@ -260,6 +262,8 @@ CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BEAT_SCHEDULE = {
     "sweep-unposted-proposals": {"task": "ledger.sweep_unposted", "schedule": 60.0},
     "flag-overdue-incidents": {"task": "incidents.flag_overdue", "schedule": 60.0},
+    # Staff e-mails and player statements missed by the after-commit kick; stuck postings.
+    "notifications-sweep": {"task": "notifications.sweep", "schedule": 60.0},
     # /healthz shows when beat last sent this and when a worker last finished a task.
     "heartbeat": {"task": "ops.heartbeat", "schedule": float(env_int("HEARTBEAT_EVERY", 30))},
 }
@@ -280,6 +284,30 @@ CASHIER_BACKOFF = float(env("CASHIER_BACKOFF", "0.5"))  # seconds, doubled on ea
 
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "refunds-admin@localhost")
+
+# Player statements after posting (docs/notifications.md). STATEMENT_CHANNEL picks the adapter:
+# "webhook" (the operator's messaging webhook, keyed by player id) or "email" (Django's e-mail
+# backend, for entries whose snapshot carries `email`). Default: webhook when NOTIFY_URL is set.
+NOTIFY_URL = env("NOTIFY_URL", "")
+NOTIFY_TOKEN = env("NOTIFY_TOKEN", "")
+NOTIFY_TIMEOUT = float(env("NOTIFY_TIMEOUT", "10"))
+NOTIFY_MAX_TRIES = env_int("NOTIFY_MAX_TRIES", 8)  # per message, before the job retries later
+NOTIFY_BACKOFF = float(env("NOTIFY_BACKOFF", "0.5"))  # seconds, doubled on each try
+NOTIFY_CONCURRENCY = env_int("NOTIFY_CONCURRENCY", 8)  # messages in flight (keep-alive connections)
+NOTIFY_BATCH_SIZE = env_int("NOTIFY_BATCH_SIZE", 2000)  # messages recorded per transaction
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5)  # job runs ending in an error, then failed
+NOTIFY_STALE_AFTER = env_int("NOTIFY_STALE_AFTER", 120)  # seconds without heartbeat: re-queued
+STATEMENT_CHANNEL = env("STATEMENT_CHANNEL", "webhook" if NOTIFY_URL else "email")
+if STATEMENT_CHANNEL not in ("webhook", "email"):
+    raise ImproperlyConfigured(
+        f"STATEMENT_CHANNEL must be webhook or email, not {STATEMENT_CHANNEL!r}"
+    )
+if STATEMENT_CHANNEL == "webhook" and not NOTIFY_URL:
+    raise ImproperlyConfigured("STATEMENT_CHANNEL=webhook needs NOTIFY_URL (and NOTIFY_TOKEN)")
+# Links in staff e-mails point here.
+SITE_URL = env("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# A posting job queued or without heartbeat this long is reported to the managers as stuck.
+POSTING_STUCK_AFTER = env_int("POSTING_STUCK_AFTER", 15 * 60)
 
 # Production hardening: on whenever DEBUG is off.
 SESSION_COOKIE_HTTPONLY = True
@@ -321,7 +349,10 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "filters": {"no_traceback_below_500": {"()": "refunds_admin.logfilters.NoTracebackBelow500"}},
     "loggers": {
+        # A 403 or 404 is one line, not a traceback (refunds_admin/logfilters.py).
+        "django.request": {"filters": ["no_traceback_below_500"]},
         # Django's own "django" logger has a console handler of its own: don't print twice.
         "django": {"handlers": [], "level": "INFO"},
         "django.db.backends": {"level": "WARNING"},

@@ -29,11 +29,13 @@ def snapshot_doc(
     starts_at=None,
     active_chips=None,
     eliminated=6,
+    emails=None,
     entry_fields=None,
     **extra,
 ):
-    """The standard tournament; `entry_fields` {index: {field: value}} changes single entries
-    (a hostile screen name, an id with a slash), `extra` the tournament's fields."""
+    """The standard tournament; `emails` {entry_id: address}, `entry_fields` {index: {field:
+    value}} changes single entries (a hostile screen name, an id with a slash), `extra` the
+    tournament's fields."""
     starts_at = starts_at or timezone.now() - timedelta(hours=2)
     chips = active_chips or ACTIVE_CHIPS
     entries = [
@@ -54,6 +56,9 @@ def snapshot_doc(
         }
         for i in range(eliminated)
     ]
+    for entry in entries:
+        if emails and entry["entry_id"] in emails:
+            entry["email"] = emails[entry["entry_id"]]
     for index, fields in (entry_fields or {}).items():
         entries[index].update(fields)
     doc = {
@@ -129,6 +134,14 @@ def approved_proposal(preparer, approver, **kwargs):
     return proposals.approve_proposal(
         proposal, acting_user=approver, fingerprint=proposal.fingerprint
     )
+
+
+def posted_proposal(preparer, approver, **kwargs):
+    """Approved, then posted by the posting service (what the Celery task runs)."""
+    proposal = approved_proposal(preparer, approver, **kwargs)
+    ledger.post_proposal(proposal.pk)
+    proposal.refresh_from_db()
+    return proposal
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,6 +228,19 @@ def partly_posted_proposal(preparer, approver, *, chunks=1, **kwargs):
     ledger.post_proposal(proposal.pk, max_chunks=chunks)
     proposal.refresh_from_db()
     return proposal
+
+
+def many_players(n):
+    """snapshot_doc arguments for `n` active entries (players p1..pn) and a prize table large
+    enough for the policy to apply: for posting many statements."""
+    return {
+        "active_chips": [1_000 + 10 * i for i in range(n)],
+        "prizes": [
+            {"place": 1, "amount": f"{n * 40}.00"},
+            {"place": 2, "amount": f"{n * 20}.00"},
+            {"place": 3, "amount": f"{n * 10}.00"},
+        ],
+    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Issue 10: every change to users, roles, permissions and API clients is audited, in the
-change's transaction, from the admin, a command or the shell (refunds_admin/audit/signals.py)."""
+change's transaction, from the admin, a command or the shell (refunds_admin/audit/access.py)."""
 
 import pytest
 from django.contrib.auth.models import Group, Permission

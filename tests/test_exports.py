@@ -29,13 +29,14 @@ def test_it_neutralises_formulas_in_the_proposal_csv(client, support):
     proposal = draft_proposal(support, entry_fields=fields)
     client.force_login(support)
     rows = _rows(client.get(f"/proposals/{proposal.pk}/export.csv"))
-    by_entry = {row[0]: row for row in rows[1:]}
+    header = rows[0]
+    by_entry = {row[header.index("entry_id")]: dict(zip(header, row)) for row in rows[1:]}
     for i, hostile in enumerate(printable):
         row = by_entry[f"e{i + 1}"]
-        assert row[2] == "'" + hostile  # screen name shown as text, not run
-        assert row[1] == "'" + f"{hostile}-{i}"
+        assert row["screen_name"] == "'" + hostile  # shown as text, not run
+        assert row["player_id"] == "'" + f"{hostile}-{i}"
     # Amounts and counts stay numbers.
-    assert by_entry["e1"][4] == "40000" and by_entry["e1"][9][0].isdigit()
+    assert by_entry["e1"]["chips"] == "40000" and by_entry["e1"]["total"][0].isdigit()
 
 
 def test_it_neutralises_formulas_in_the_audit_csv(client, support, manager):
@@ -83,3 +84,11 @@ def test_it_shows_the_statement_of_an_entry_whose_id_has_a_slash(client, support
     response = client.get(link)
     assert response.status_code == 200
     assert response.context["line"].entry_id == entry_id
+
+
+def test_it_names_the_finance_report_download_safely(client, manager):
+    client.force_login(manager)
+    response = client.get("/reports/export.csv")
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith('attachment; filename="refunds-')
+    assert _rows(response)[0][0] == "month"

@@ -348,3 +348,36 @@ def test_it_refuses_bad_csv_naming_row_and_column(support, entries, prizes, fiel
         import_csv(entries, prizes, _fields(**fields), acting_user=support)
     assert where in [w for w, _ in refused.value.problems], refused.value.problems
     _nothing_stored()
+
+
+def test_it_lists_unreadable_cells_and_the_engines_problems_at_once_by_row(support):
+    """One pass: a cell that is not a number and the rows the engine refuses come together,
+    each once, every one named by its CSV row (never `entries[0]`)."""
+    entries = (
+        "entry_id,player_id,screen_name,status,chips\n"
+        "e1,p1,ace,active,48x200\n"
+        "e2,p2,bob,active,-5\n"
+        "e1,p3,cid,eliminated,0\n"
+    )
+    with pytest.raises(Refused) as refused:
+        import_csv(entries.encode(), PRIZES_CSV, _fields(fee="3,00"), acting_user=support)
+    problems = dict(refused.value.problems)
+    assert problems["entries CSV row 2 (entry e1), chips"] == "'48x200' is not a whole number"
+    assert "above 0" in problems["entries CSV row 3 (entry e2), chips"]
+    duplicate = problems["entries CSV row 4 (entry e1), entry_id"]
+    assert "also entries CSV row 2 (entry e1)" in duplicate
+    assert "fee" in problems
+    assert len(refused.value.problems) == 4  # each problem once
+    assert not any("entries[" in f"{where} {what}" for where, what in refused.value.problems)
+    _nothing_stored()
+
+
+def test_it_keeps_the_optional_email_of_csv_and_json_entries(support):
+    entries = ENTRIES_CSV.replace("prize_awarded\n", "prize_awarded,email\n", 1).replace(
+        "e2,p2,king,active,30000,,,,\n", "e2,p2,king,active,30000,,,,,King@Example.test\n"
+    )
+    snapshot = import_csv(entries.encode(), PRIZES_CSV, _fields(), acting_user=support)
+    assert dict(snapshot.entries.exclude(email="").values_list("entry_id", "email")) == {
+        "e2": "King@Example.test"
+    }
+    assert json.loads(snapshot.document)["entries"][1]["email"] == "King@Example.test"

@@ -185,8 +185,30 @@ def test_it_previews_the_rule_with_a_sentence(support):
     # A time in another zone is the same instant.
     other_zone = (start + timedelta(minutes=14)).astimezone(timezone_of(timedelta(hours=-5)))
     assert services.preview_rule(tournament, other_zone).rule == "full_refund"
-    with pytest.raises(Refused):
-        services.preview_rule(tournament, start - timedelta(minutes=1))
+    # A failure before the start is rule 1 (payout-rules.md), said in words.
+    early = services.preview_rule(tournament, start - timedelta(minutes=1))
+    assert early.rule == "full_refund" and early.before_start
+    assert early.sentence.startswith("failed 1 min before the start: full refund")
+
+
+def test_it_records_a_failure_before_the_start_as_rule_1_once_confirmed(support):
+    tournament = import_doc(support).tournament
+    failed_at = tournament.starts_at - timedelta(minutes=3)
+    with pytest.raises(Refused) as refused:
+        _record(tournament, support, failed_at)
+    assert "that is rule 1, a full refund" in refused.value.problems[0][1]
+    assert Incident.objects.count() == 0
+    incident = services.record_incident(
+        tournament,
+        failed_at=failed_at,
+        cause="server_crash",
+        description="lobby crashed before cards were dealt",
+        acting_user=support,
+        before_start_confirmed=True,
+    )
+    assert incident.rule == "full_refund"
+    event = AuditEvent.objects.get(action="incident.recorded")
+    assert event.after["before_start"] is True and event.after["rule"] == "full_refund"
 
 
 def test_it_previews_in_the_money(support):

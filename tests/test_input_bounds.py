@@ -240,6 +240,23 @@ def test_it_refuses_a_prize_range_wider_than_the_entries_at_once(api):
     assert time.monotonic() - started < 5
 
 
+def test_it_refuses_many_narrow_ranges_that_add_up_to_a_huge_table(api):
+    # Each range is no wider than the 10 entries, but together they list 2,000 places.
+    prizes = [{"place": 1, "amount": "500.00"}] + [
+        {"places": [p, p + 9], "amount": "0.00"} for p in range(2, 2002, 10)
+    ]
+    started = time.monotonic()
+    _refused(api(_doc_with(prizes=prizes)), "tournament.prizes", "at most the 10 entries plus")
+    assert time.monotonic() - started < 5
+
+
+def test_it_accepts_a_fixed_table_naming_a_few_places_beyond_a_small_field(api):
+    prizes = [{"place": 1, "amount": "500.00"}, {"places": [2, 12], "amount": "0.00"}]
+    _refused(api(_doc_with(prizes=prizes)), "tournament.prizes[1].places", "11 places wide")
+    prizes = [{"place": p, "amount": "100.00" if p < 3 else "0.00"} for p in range(1, 16)]
+    assert api(_doc_with(prizes=prizes)).status_code == 201
+
+
 def test_it_accepts_a_range_up_to_the_last_entry(api):
     doc = _doc_with(
         prizes=[{"place": 1, "amount": "500.00"}, {"places": [2, 10], "amount": "1.00"}]

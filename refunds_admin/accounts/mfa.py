@@ -66,7 +66,7 @@ def confirm_device(device, code, *, acting_user):
             problems=[("code", "does not match the app's current code")],
         )
     device.confirmed = True
-    # Audited in this transaction by audit/signals.py (mfa.device_confirmed): accounts sits
+    # Audited in this transaction by audit/access.py (mfa.device_confirmed): accounts sits
     # below every app, audit included.
     device.save(update_fields=["confirmed"])
     return device

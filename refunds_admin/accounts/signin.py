@@ -5,7 +5,7 @@ Failures are counted per (normalised username, client address). The username is 
 Django's sign-in form does it (Unicode NFKC, so `ｍａｎａｇｅｒ` and `𝗆𝖺𝗇𝖺𝗀𝖾𝗋` are `manager`),
 stripped and case-folded on top, so no spelling of a name gets a fresh count. After
 AXES_FAILURE_LIMIT failures the pair is refused for AXES_COOLOFF_TIME, even with the right
-password, so a guesser learns nothing. Lockouts are written to the audit (audit/signals.py).
+password, so a guesser learns nothing. Lockouts are written to the audit (audit/access.py).
 """
 
 import unicodedata

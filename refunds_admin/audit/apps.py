@@ -6,4 +6,4 @@ class AuditConfig(AppConfig):
     label = "audit"
 
     def ready(self):
-        from . import signals  # noqa: F401 (connects the receivers)
+        from . import access  # noqa: F401 (audits changes to users, roles, API clients)

@@ -10,7 +10,7 @@ class RequestContext:
     request_id: str = ""
     ip: str | None = None
     # The request itself, whose user (set later by the authentication middleware) is the actor of
-    # changes made outside our services: the admin editing users and roles (audit/signals.py).
+    # changes made outside our services: the admin editing users and roles (audit/access.py).
     request: object = None
     # Set by `acting()`: the actor for a service called on someone's behalf, outside a request.
     user: object = None

@@ -4,8 +4,32 @@
 12 (USD 30,150.00)". An action without an entry here still reads sensibly.
 """
 
+import json
+from datetime import datetime
+
+from django.utils import timezone
+
+from refunds_admin.payouts.labels import rule_label
 from refunds_admin.payouts.labels import rule_name as _rule
 from refunds_admin.payouts.money import display
+
+
+def when(value):
+    """An ISO time recorded in an event, in the reader's time zone (the active one), named:
+    "2026-11-30 07:20:13 CET". Anything that is not an ISO time is returned as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if timezone.is_naive(moment):
+        return value
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def _cause(value):
+    return VALUE_LABELS["cause"].get(value, (value or "?").replace("_", " "))
 
 
 def _money(after):
@@ -130,7 +154,8 @@ SENTENCES = {
     ),
     "incident.recorded": lambda e, b, a: (
         f"{e.actor_name} recorded incident {e.object_id} on tournament "
-        f"{e.tournament_external_id}: failed at {a.get('failed_at')} ({a.get('cause')}), "
+        f"{e.tournament_external_id}: failed at {when(a.get('failed_at'))} "
+        f"({_cause(a.get('cause'))}), "
         f"rule: {_rule(a.get('rule'))}"
     ),
     "incident.rule_changed": lambda e, b, a: (
@@ -138,11 +163,11 @@ SENTENCES = {
         f"{_rule(a.get('rule'))}"
     ),
     "incident.restart_attempt": lambda e, b, a: (
-        f"{e.actor_name} logged a restart attempt at {a.get('attempted_at')} on incident "
+        f"{e.actor_name} logged a restart attempt at {when(a.get('attempted_at'))} on incident "
         f"{e.object_id}: {'succeeded' if a.get('succeeded') else 'failed'}"
     ),
     "incident.resumed": lambda e, b, a: (
-        f"{e.actor_name} marked play resumed at {a.get('resumed_at')} on incident "
+        f"{e.actor_name} marked play resumed at {when(a.get('resumed_at'))} on incident "
         f"{e.object_id}: no payout"
     ),
     "incident.cancelled": _incident_cancelled,
@@ -158,6 +183,9 @@ SENTENCES = {
         f"{e.actor_name} approved proposal {e.object_id}{_money(a)}"
     ),
     "proposal.rejected": lambda e, b, a: f"{e.actor_name} rejected proposal {e.object_id}",
+    "proposal.withdrawn": lambda e, b, a: (
+        f"{e.actor_name} withdrew the submission of proposal {e.object_id}: back to draft"
+    ),
     "incident.overdue_flagged": lambda e, b, a: (
         f"Incident {e.object_id} on tournament {e.tournament_external_id} still open 30 minutes "
         f"after the failure: flagged overdue and the managers e-mailed"
@@ -172,6 +200,24 @@ SENTENCES = {
     ),
     "ledger.posting_resumed": lambda e, b, a: (
         f"{e.actor_name} resumed the posting of proposal {e.object_id}"
+    ),
+    "notifications.statements_scheduled": lambda e, b, a: (
+        f"Statements of proposal {e.object_id} queued for {a.get('players', 0):,} players by "
+        f"{a.get('channel')} ({a.get('no_address', 0):,} without an address)"
+    ),
+    "notifications.statements_sent": lambda e, b, a: (
+        f"Statements of proposal {e.object_id} sent: {a.get('sent', 0):,} sent, "
+        f"{a.get('failed', 0):,} failed, {a.get('no_address', 0):,} without an address"
+    ),
+    "notifications.statements_stopped": lambda e, b, a: (
+        f"Sending the statements of proposal {e.object_id} stopped"
+    ),
+    "notifications.preferences_changed": lambda e, b, a: (
+        f"{e.actor_name} now gets these staff e-mails: {', '.join(a.get('enabled', [])) or 'none'}"
+    ),
+    "notifications.statements_retried": lambda e, b, a: (
+        f"{e.actor_name} sent {a.get('retried', 0):,} failed statements of proposal "
+        f"{e.object_id} again"
     ),
 }
 
@@ -190,3 +236,99 @@ def describe(event):
     if event.reason:
         text += f" — {event.reason}"
     return text
+
+
+# --------------------------------------------------------------------------------------------
+# Before and after, as a person reads them
+# --------------------------------------------------------------------------------------------
+
+KEY_LABELS = {
+    "status": "Status",
+    "rule": "Rule",
+    "total": "Total",
+    "total_cents": "Total",
+    "lines": "Lines",
+    "version": "Version",
+    "snapshot_version": "Snapshot version",
+    "fingerprint": "Fingerprint",
+    "sha256": "SHA-256",
+    "currency": "Currency",
+    "cancelled_because": "Cancelled because",
+    "site_wide_issue": "Site-wide issue",
+    "failed_at": "Failed at",
+    "resumed_at": "Resumed at",
+    "attempted_at": "Attempted at",
+    "succeeded": "Succeeded",
+    "cause": "Cause",
+    "entries": "Entries",
+    "active": "Active entries",
+    "source": "Source",
+    "credits": "Credits",
+    "before_start": "Failed before the start",
+}
+VALUE_LABELS = {
+    "cancelled_because": {
+        "window_passed": "not resumed within 30 minutes",
+        "not_resumable": "declared not resumable",
+    },
+    "cause": {
+        "server_crash": "server crash",
+        "client_software": "client software",
+        "ddos": "DDoS",
+    },
+}
+OBJECT_LABELS = {"payoutproposal": "proposal", "apiclient": "API client"}
+MONEY_KEYS = {"total", "total_cents", "amount", "approved_cents", "booked_cents"}
+SHORTENED_KEYS = {"fingerprint", "sha256"}
+_ABSENT = object()
+
+
+def _value(key, value, currency):
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if key in MONEY_KEYS and isinstance(value, int):
+        return display(value, currency, symbol=False)
+    if key == "rule":
+        return rule_label(value)
+    if key in SHORTENED_KEYS and isinstance(value, str) and len(value) > 16:
+        return f"{value[:12]}…"
+    if key in VALUE_LABELS and value in VALUE_LABELS[key]:
+        return VALUE_LABELS[key][value]
+    if key.endswith("_at"):
+        return when(value)
+    if isinstance(value, int):
+        return f"{value:,}" if key not in ("version", "snapshot_version") else str(value)
+    if isinstance(value, str):
+        return value.replace("_", " ") if key in ("status", "cause", "source") else value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def change_rows(event):
+    """An audit event's before/after as rows a person reads: one per key, with the key's label,
+    amounts as money with their currency, rule codes as their labels, times in the reader's
+    zone, fingerprints shortened (the full value is in `full`)."""
+
+    def as_dict(value):
+        if value is None:
+            return {}
+        return value if isinstance(value, dict) else {"value": value}
+
+    before, after = as_dict(event.before), as_dict(event.after)
+    currency = after.get("currency") or before.get("currency") or ""
+    rows = []
+    for key in [*before, *(k for k in after if k not in before)]:
+        if key == "currency" and any(k in MONEY_KEYS for k in (*before, *after)):
+            continue  # shown with the amounts
+        old, new = before.get(key, _ABSENT), after.get(key, _ABSENT)
+        rows.append(
+            {
+                "key": KEY_LABELS.get(key, key.replace("_", " ").capitalize()),
+                "before": None if old is _ABSENT else _value(key, old, currency),
+                "after": None if new is _ABSENT else _value(key, new, currency),
+                "full": new if key in SHORTENED_KEYS and new is not _ABSENT else "",
+                "changed": old is not _ABSENT and new is not _ABSENT and old != new,
+            }
+        )
+    return rows

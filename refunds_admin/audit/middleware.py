@@ -28,7 +28,7 @@ class RequestContextMiddleware:
             request_id=request_id_from(request.headers),
             ip=request.META.get("REMOTE_ADDR"),
             # This middleware runs before authentication: the user is read from the request
-            # when an event needs it (audit/signals.py).
+            # when an event needs it (audit/access.py).
             request=request,
         )
         token = context.current.set(ctx)

@@ -7,6 +7,7 @@ from django.db import models, transaction
 
 from . import context
 from .models import AuditEvent
+from .signals import event_recorded
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
@@ -37,7 +38,7 @@ def record(
     ctx = context.current.get()
     if tournament is not None and not isinstance(tournament, str):
         tournament = tournament.external_id
-    return AuditEvent.objects.create(
+    event = AuditEvent.objects.create(
         actor=actor if actor is not None and actor.is_authenticated else None,
         actor_name=actor.get_username()
         if actor is not None and actor.is_authenticated
@@ -53,3 +54,5 @@ def record(
         request_id=ctx.request_id,
         ip=ctx.ip,
     )
+    event_recorded.send(sender=AuditEvent, event=event)
+    return event

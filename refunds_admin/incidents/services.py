@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, MANAGER, require_role
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import FULL_REFUND, IN_THE_MONEY, select_rule
@@ -47,11 +44,17 @@ log = logging.getLogger(__name__)
 class RulePreview(NamedTuple):
     rule: str
     sentence: str
+    before_start: bool = False
 
 
 # --------------------------------------------------------------------------------------------
 # Reading the timing
 # --------------------------------------------------------------------------------------------
+
+
+def local_words(value: datetime) -> str:
+    """A moment as staff read it: in their time zone (the active one), named."""
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def _check_moment(
@@ -70,10 +73,10 @@ def _check_moment(
         return [(field, "has no time zone; give the offset (e.g. +00:00) or UTC")]
     now = now or timezone.now()
     if value > now:
-        return [(field, f"{value.isoformat()} is in the future")]
+        return [(field, f"{local_words(value)} is in the future")]
     if not_before is not None and value < not_before:
         return [
-            (field, f"{value.isoformat()} is before {not_before_what} {not_before.isoformat()}")
+            (field, f"{local_words(value)} is before {not_before_what} {local_words(not_before)}")
         ]
     return []
 
@@ -87,19 +90,26 @@ def _current_snapshot(tournament: Tournament) -> Snapshot:
 
 def _check_failed_at(parsed: ParsedSnapshot, failed_at: datetime) -> None:
     # The start comes from the stored snapshot document, the one source the rule is computed
-    # from, so the check, the rule and the elapsed time can never disagree.
-    problems = _check_moment(
-        failed_at,
-        "failed_at",
-        not_before=parsed.starts_at.at,
-        not_before_what="the tournament's start",
-    )
+    # from, so the check, the rule and the elapsed time can never disagree. A failure before the
+    # start is a fact the policy covers (rule 1, full refund); recording it needs a confirmation.
+    problems = _check_moment(failed_at, "failed_at")
     if problems:
         raise Refused("The failure time was refused.", problems=problems)
 
 
-def _elapsed_words(seconds: float) -> str:
-    seconds = int(seconds)
+def fails_before_start(parsed: ParsedSnapshot, failed_at: object) -> bool:
+    return isinstance(failed_at, datetime) and failed_at < parsed.starts_at.at
+
+
+BEFORE_START_PROBLEM = (
+    "is before the tournament's start {start}: that is rule 1, a full refund of buy-in and fee "
+    "to every entry; confirm it to record the incident"
+)
+
+
+def elapsed_in_words(seconds: float) -> str:
+    """Seconds in words, without a sign: "1 h 20 min", "14 min", "20 min 1 s"."""
+    seconds = abs(int(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:
@@ -120,7 +130,10 @@ def rule_sentence(
 ) -> str:
     """The sentence shown beside the incident form, e.g. "failed 14 min after start: full refund
     of buy-in and fee to all 1,000 entries"."""
-    when = f"failed {_elapsed_words(elapsed_seconds)} after start"
+    if elapsed_seconds < 0:
+        when = f"failed {elapsed_in_words(elapsed_seconds)} before the start"
+    else:
+        when = f"failed {elapsed_in_words(elapsed_seconds)} after start"
     payout = RULE_TEXT[rule].payout
     if rule == FULL_REFUND:
         why = "site-wide issues confirmed, " + when if site_wide_issue else when
@@ -155,7 +168,7 @@ def preview_rule(
         active=snapshot.active_count,
         paid_places=parsed.last_paid_place,
     )
-    return RulePreview(rule, sentence)
+    return RulePreview(rule, sentence, fails_before_start(parsed, failed_at))
 
 
 def store_rule(
@@ -228,8 +241,8 @@ def _follow_new_snapshot(snapshot: Snapshot, acting_user: User | None) -> Snapsh
             problems=[
                 (
                     "tournament.starts_at",
-                    f"{parsed.starts_at.at.isoformat()} is after the incident's failed_at "
-                    f"{incident.failed_at.isoformat()}",
+                    f"{local_words(parsed.starts_at.at)} is after the incident's failure "
+                    f"{local_words(incident.failed_at)}",
                 )
             ],
         )
@@ -261,8 +274,12 @@ def record_incident(
     cause: str,
     description: str,
     acting_user: User,
+    before_start_confirmed: bool = False,
 ) -> Incident:
-    """Record that play failed at `failed_at`. The rule the timing selects is stored with it."""
+    """Record that play failed at `failed_at`. The rule the timing selects is stored with it.
+
+    A failure before the tournament's start selects rule 1 (full refund); because that is
+    usually a mistyped time, it is recorded only with `before_start_confirmed`."""
     require_role(acting_user, CAN_PREPARE, "record incidents")
     tournament = Tournament.objects.select_for_update().get(pk=tournament.pk)
     snapshot = _current_snapshot(tournament)
@@ -276,6 +293,9 @@ def record_incident(
         _check_failed_at(parsed, failed_at)
     except Refused as e:
         problems += e.problems
+    if not problems and fails_before_start(parsed, failed_at) and not before_start_confirmed:
+        start = local_words(parsed.starts_at.at)
+        problems.append(("failed_at", BEFORE_START_PROBLEM.format(start=start)))
     if problems:
         raise Refused("The incident was refused; nothing was recorded.", problems=problems)
     live = tournament.incidents.filter(status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED])
@@ -310,6 +330,7 @@ def record_incident(
             "cause": cause,
             "rule": rule,
             "snapshot_version": snapshot.version,
+            **({"before_start": True} if fails_before_start(parsed, failed_at) else {}),
         },
         reason=description or "",
     )
@@ -388,8 +409,8 @@ def mark_resumed(incident: Incident, *, resumed_at: datetime, acting_user: User)
     )
     if resumed_at > fresh.deadline:
         raise Refused(
-            f"The 30-minute window passed at {fresh.deadline:%Y-%m-%d %H:%M:%S} UTC: play "
-            f"resuming at {resumed_at:%H:%M:%S} does not count; the tournament is cancelled "
+            f"The 30-minute window passed at {local_words(fresh.deadline)}: play "
+            f"resuming at {local_words(resumed_at)} does not count; the tournament is cancelled "
             "under the policy.",
             problems=[("resumed_at", "is more than 30 minutes after the failure")],
         )
@@ -456,8 +477,8 @@ def cancel_after_window(incident: Incident, *, acting_user: User | None) -> Inci
     _require_open(fresh, "cancel it")
     if timezone.now() < fresh.deadline:
         raise Refused(
-            f"The 30-minute window is still running until {fresh.deadline:%Y-%m-%d %H:%M:%S} "
-            "UTC; a manager can declare the tournament not resumable before then."
+            f"The 30-minute window is still running until {local_words(fresh.deadline)}; "
+            "a manager can declare the tournament not resumable before then."
         )
     _cancel(
         fresh,
@@ -512,7 +533,8 @@ def overdue_incidents(now: datetime | None = None) -> QuerySet[Incident]:
 
 
 def flag_overdue_incidents() -> list[int]:
-    """Flag each open incident past its 30-minute window once, and e-mail the managers once.
+    """Flag each open incident past its 30-minute window once (the notifications app e-mails
+    the managers once from the audit event).
 
     Nothing is cancelled here: staff cancel the incident (or declare it not resumable) and have
     the refunds prepared. Returns the ids flagged by this run."""
@@ -544,36 +566,7 @@ def _flag_overdue(incident: Incident) -> bool:
         after={"overdue_notified_at": now.isoformat(), "deadline": incident.deadline.isoformat()},
         tournament=incident.tournament,
     )
-    # The e-mail goes out only if the flag committed: never twice, never for nothing.
-    transaction.on_commit(partial(_notify_managers, incident.pk))
+    # The managers' e-mail is derived from this audit event once it has committed
+    # (notifications, a higher layer; each manager can turn it off): never twice, never for
+    # nothing.
     return True
-
-
-def _manager_emails() -> list[str]:
-    return list(
-        get_user_model()
-        .objects.filter(groups__name=MANAGER, is_active=True)
-        .exclude(email="")
-        .values_list("email", flat=True)
-        .distinct()
-    )
-
-
-def _notify_managers(incident_id: int) -> None:
-    incident = Incident.objects.select_related("tournament").get(pk=incident_id)
-    recipients = _manager_emails()
-    if not recipients:
-        log.warning("incident %s is overdue but no manager has an e-mail address", incident_id)
-        return
-    minutes = int((timezone.now() - incident.failed_at).total_seconds() // 60)
-    send_mail(
-        subject=f"Overdue incident: {incident.tournament.external_id} not resumed after 30 minutes",
-        message=(
-            f"Tournament {incident.tournament.external_id} ({incident.tournament.name}) failed at "
-            f"{incident.failed_at:%Y-%m-%d %H:%M} UTC, {minutes} minutes ago, and play has not "
-            "resumed. Under the policy it is cancelled: please cancel the incident and have the "
-            "refund proposal prepared."
-        ),
-        from_email=None,
-        recipient_list=recipients,
-    )

@@ -151,3 +151,50 @@ class CashierDelivery(models.Model):
 
     def __str__(self):
         return f"{self.credit_id} {self.state}"
+
+
+class PostedTotal(models.Model):
+    """What one posted proposal paid, written in the very transaction that marks it posted (so
+    it can never disagree with the ledger): the finance report reads these rows, one per
+    posting, instead of summing millions of credits.
+
+    `cents` equals the sum of the proposal's credits, to the cent; `players` counts the distinct
+    players credited by this posting.
+    """
+
+    proposal = models.OneToOneField(
+        "proposals.PayoutProposal",
+        on_delete=models.PROTECT,
+        primary_key=True,
+        related_name="posted_total",
+    )
+    posted_at = models.DateTimeField()
+    failed_at = models.DateTimeField(help_text="When the tournament failed (the incident).")
+    currency = models.CharField(max_length=3)
+    rule = models.CharField(max_length=20)
+    cause = models.CharField(max_length=20)
+    credits = models.PositiveIntegerField()
+    players = models.PositiveIntegerField()
+    cents = models.BigIntegerField()
+    buy_in_refund_cents = models.BigIntegerField()
+    next_prize_cents = models.BigIntegerField()
+    chip_equity_cents = models.BigIntegerField()
+    fee_refund_cents = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["posted_at"]
+        indexes = [models.Index(fields=["posted_at"], name="posted_total_posted_at")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    cents=models.F("buy_in_refund_cents")
+                    + models.F("next_prize_cents")
+                    + models.F("chip_equity_cents")
+                    + models.F("fee_refund_cents")
+                ),
+                name="posted_total_is_sum_of_components",
+            ),
+        ]
+
+    def __str__(self):
+        return f"Proposal {self.proposal_id} posted {self.cents} {self.currency}"

@@ -33,6 +33,7 @@ from refunds_admin.errors import Refused
 from refunds_admin.proposals.models import PayoutProposal
 
 from .models import CashierDelivery, Credit, PostingJob
+from .summary import record_posted_total
 from .wallets import CashierStopped, get_wallet
 from .writers import book_chunk, chunk_keys, lines_summary
 
@@ -339,6 +340,8 @@ def _finish(job, wallet):
             heartbeat_at=now,
             last_error="",
         )
+        # The finance report's row, in the same transaction as "posted".
+        record_posted_total(proposal, posted_at=now)
         record(
             "ledger.posted",
             proposal,

@@ -8,7 +8,7 @@ every problem found (up to MAX_PROBLEMS), each naming its field or entry.
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from functools import cached_property
@@ -23,10 +23,12 @@ from .money import _AMOUNT, CURRENCIES_WITH_CENTS, AmountError, _json_type, pars
 
 FORMAT = "tournament-snapshot/1"
 MAX_PROBLEMS = 50
-# Places are expanded one by one; no tournament has a million paid places. A range (`places`)
-# may also not reach beyond the number of entries, so the expanded prize table is never larger
-# than the entries plus the single-place rows, both bounded by the document's size.
+# Places are expanded one by one (a row per place in the database); no tournament has a million
+# paid places. A range (`places`) may not be wider than the entries, and the whole table may list
+# at most EXTRA_PLACES more places than there are entries (a fixed payout table may name places a
+# small field never reaches), so the expanded table is bounded by the entries, not by the text.
 MAX_PLACE = 1_000_000
+EXTRA_PLACES = 1_000
 
 # The limits of docs/snapshot-limits.md: what the database can hold, checked here so that a
 # document is refused with a reason per field instead of failing at the database (a 500).
@@ -156,6 +158,9 @@ class Snapshot:
     place_amounts: list[int]  # index place-1 -> cents, for places 1..P (the last paid place)
     columns: EntryColumns
     incident: IncidentFacts | None
+    # entry_id -> e-mail address, for the entries that carry the optional `email` field. Where
+    # a player's statement may be e-mailed; not part of any computation or fingerprint.
+    emails: dict[str, str] = field(default_factory=dict)
 
     @cached_property
     def entries(self) -> list[Entry]:
@@ -241,7 +246,7 @@ class _Problems:
 _MISSING = object()
 _BULK_KEYS = frozenset(
     {"entry_id", "player_id", "screen_name", "status", "chips", "finish_place",
-     "prize_awarded", "buy_in_paid", "fee_paid"}
+     "prize_awarded", "buy_in_paid", "fee_paid", "email"}
 )  # fmt: skip
 
 
@@ -362,6 +367,7 @@ def _parse_snapshot(doc: object) -> Snapshot:
         _parse_tournament(t, problems, min(last_place, MAX_PLACE)) if t is not None else None
     )
     entries = _parse_entries(doc, tournament, problems)
+    emails = _parse_emails(doc.get("entries"), problems)
     incident = _parse_incident(doc, problems)
 
     if tournament is not None and entries is not None:
@@ -377,7 +383,34 @@ def _parse_snapshot(doc: object) -> Snapshot:
     problems.raise_if_any()
     # Without problems, both were read (a missing one is a problem).
     assert tournament is not None and entries is not None
-    return Snapshot(columns=entries, incident=incident, **tournament)
+    return Snapshot(columns=entries, incident=incident, emails=emails, **tournament)
+
+
+# Deliberately loose: one @ with something on both sides and no spaces. The mail server is the
+# judge of deliverability; this only catches a column that holds something else.
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+MAX_EMAIL = 254
+
+
+def _parse_emails(raw: object, problems: _Problems) -> dict[str, str]:
+    """{entry_id: address} for the entries carrying the optional `email` field ("" = none)."""
+    if not isinstance(raw, list):
+        return {}
+    emails: dict[str, str] = {}
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict) or "email" not in e:
+            continue
+        value = e["email"]
+        label = f"entries[{i}] ({e.get('entry_id')}).email"
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            problems.add(label, f"must be a string, not a JSON {_json_type(value)}")
+        elif len(value) > MAX_EMAIL or not _EMAIL.fullmatch(value):
+            problems.add(label, f"{value[:60]!r} is not an e-mail address")
+        elif isinstance(e.get("entry_id"), str):
+            emails[e["entry_id"]] = value
+    return emails
 
 
 def _object(
@@ -542,6 +575,7 @@ def _parse_prizes(
     rows = []
     by_place: dict[int, tuple[int, int]] = {}  # place -> (amount, index in prizes)
     ok = True
+    listed = 0  # places listed so far (a range counts each of its places)
     for i, row in enumerate(raw):
         path = f"tournament.prizes[{i}]"
         if not isinstance(row, dict):
@@ -583,13 +617,28 @@ def _parse_prizes(
                 path, f"place {place_to:,} is beyond the {MAX_PLACE:,} places this tool accepts"
             )
             place_from = place_to = None
-        elif has_places and place_to is not None and place_to > last_place:
+        elif (
+            has_places
+            and place_from is not None
+            and place_to is not None
+            and place_to - place_from + 1 > last_place
+        ):
             problems.add(
                 f"{path}.places",
-                f"range {place_from:,}-{place_to:,} reaches beyond the {last_place:,} entries of "
-                "the snapshot (a prize range may not be wider than the entries)",
+                f"range {place_from:,}-{place_to:,} is {place_to - place_from + 1:,} places wide, "
+                f"wider than the {last_place:,} entries of the snapshot",
             )
             place_from = place_to = None
+        elif place_from is not None and place_to is not None:
+            listed += place_to - place_from + 1
+            if listed > last_place + EXTRA_PLACES:
+                problems.add(
+                    "tournament.prizes",
+                    f"lists more than {last_place + EXTRA_PLACES:,} places: at most the "
+                    f"{last_place:,} entries plus {EXTRA_PLACES:,} are accepted",
+                )
+                ok = False
+                break
         amount = _amount(row, "amount", f"{path}.amount", problems, required=True)
         non_cash = row.get("non_cash", False)
         if not isinstance(non_cash, bool):

@@ -56,6 +56,13 @@ class PayoutProposal(models.Model):
     )
     rejected_at = models.DateTimeField(null=True, blank=True)
     rejection_reason = models.TextField(blank=True)
+    figures = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the approver reads beside the total, computed when prepared "
+        "(proposals/figures.py): pool reconciliation, distribution, top payouts, capped "
+        "entries, changes since the previous version; amounts in cents.",
+    )
 
     class Meta:
         ordering = ["-id"]
@@ -142,7 +149,8 @@ class PayoutLine(models.Model):
         ]
         indexes = [
             models.Index(fields=["proposal", "player_id"]),
-            models.Index(fields=["proposal", "screen_name"]),
+            # The search by screen name is a case-insensitive prefix: on PostgreSQL an index on
+            # (proposal_id, lower(screen_name) text_pattern_ops), migration 0004, serves it.
             models.Index(fields=["proposal", "chips", "position"]),
             models.Index(fields=["proposal", "total_cents", "position"]),
             # "Capped only": the few entries whose chip equity hit the first-place cap, found

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from itertools import repeat
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -28,6 +28,7 @@ from refunds_admin.audit.services import record
 from refunds_admin.bulk import insert_rows
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.incidents.models import Incident
+from refunds_admin.incidents.services import rule_sentence
 from refunds_admin.ledger import services as ledger
 from refunds_admin.payouts import (
     Proposal,
@@ -39,9 +40,11 @@ from refunds_admin.payouts import (
 )
 from refunds_admin.payouts.rules import LineColumns
 from refunds_admin.recent import Recent
+from refunds_admin.tournaments.models import Snapshot as SnapshotRow
 from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import engine_snapshot
 
+from . import figures as proposal_figures
 from .models import PayoutLine, PayoutProposal
 
 if TYPE_CHECKING:
@@ -144,6 +147,7 @@ def _facts(p: PayoutProposal) -> dict[str, str | int]:
         "fingerprint": p.fingerprint,
         "rule": p.rule,
         "total": p.total_cents,
+        "currency": p.currency,
         "lines": p.lines_count,
     }
 
@@ -183,7 +187,9 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
             f"Proposal {live.pk} is {live.status}: an approved proposal is never replaced."
         )
 
-    result = _compute(engine_snapshot(snapshot), incident.failed_at, incident.site_wide_issue)
+    parsed = engine_snapshot(snapshot)
+    result = _compute(parsed, incident.failed_at, incident.site_wide_issue)
+    figures = _figures(result, parsed, snapshot)
     fields = {
         "snapshot": snapshot,
         "status": Status.DRAFT,
@@ -200,6 +206,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         "prepared_at": timezone.now(),
         "submitted_by": None,
         "submitted_at": None,
+        "figures": figures,
     }
     before = None
     if live is not None:
@@ -213,6 +220,15 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     else:
         version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
         proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
+    previous = incident.proposals.filter(version__lt=proposal.version).order_by("-version").first()
+    if previous is not None:
+        # What changed since the version before (usually the rejected one), for the approver.
+        old = dict(previous.lines.values_list("entry_id", "total_cents").iterator(chunk_size=5000))
+        figures["changes"] = proposal_figures.changes(old, result.columns) | {
+            "previous_version": previous.version,
+            "previous_id": previous.pk,
+        }
+        PayoutProposal.objects.filter(pk=proposal.pk).update(figures=figures)
     # The fingerprint (SHA-256 of the canonical lines) is computed while PostgreSQL writes them.
     proposal.fingerprint = _insert_lines(proposal, result.columns, meanwhile=result.fingerprint)
     PayoutProposal.objects.filter(pk=proposal.pk).update(fingerprint=proposal.fingerprint)
@@ -223,8 +239,28 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         tournament=tournament,
         before=before,
         after=_facts(proposal) | {"snapshot_version": snapshot.version},
+        player_ids=list(dict.fromkeys(result.columns.player_id)),  # unique, in snapshot order
     )
     return proposal
+
+
+def _figures(result: Proposal, parsed: Snapshot, snapshot: SnapshotRow) -> dict[str, Any]:
+    """The approver's figures (see figures.py) and the rule's sentence, as the incident
+    preview words it."""
+    figures = proposal_figures.from_columns(
+        result.columns, rule=result.rule, currency=result.currency, summary_cents=result.summary
+    )
+    figures["rule_sentence"] = rule_sentence(
+        result.rule,
+        elapsed_seconds=float(result.elapsed_seconds),
+        site_wide_issue=result.site_wide_issue,
+        entries=snapshot.entries_count,
+        active=snapshot.active_count,
+        paid_places=parsed.last_paid_place,
+    )
+    figures["elapsed_seconds"] = int(result.elapsed_seconds)
+    figures["snapshot_version"] = snapshot.version
+    return figures
 
 
 def _locked(proposal: PayoutProposal) -> PayoutProposal:
@@ -319,6 +355,13 @@ def approve_proposal(
             "total": fresh.total_cents,
             "currency": fresh.currency,
         },
+        # The players this approval credits, so that the history can be searched by player.
+        player_ids=dict.fromkeys(
+            PayoutLine.objects.filter(proposal=fresh, total_cents__gt=0)
+            .order_by("position")
+            .values_list("player_id", flat=True)
+            .iterator(chunk_size=10_000)
+        ),
     )
     proposal = _sync(proposal)
     # The transactional outbox: the posting is recorded in this transaction, queued after commit.
@@ -333,6 +376,11 @@ def reject_proposal(proposal: PayoutProposal, *, acting_user: User, reason: str)
     require_role(acting_user, CAN_DECIDE, "reject proposals")
     reason = required_text(reason, "reason")
     fresh = _locked(proposal)
+    if acting_user.pk in (fresh.prepared_by_id, fresh.submitted_by_id):
+        raise PermissionDenied(
+            f"{acting_user.get_username()} prepared or submitted proposal {fresh.pk}; "
+            "another manager must decide on it (four eyes)."
+        )
     _require_status(fresh, Status.SUBMITTED, "reject")
     changed = PayoutProposal.objects.filter(pk=fresh.pk, status=Status.SUBMITTED).update(
         status=Status.REJECTED,
@@ -350,6 +398,37 @@ def reject_proposal(proposal: PayoutProposal, *, acting_user: User, reason: str)
         before={"status": "submitted"},
         after={"status": "rejected"},
         reason=reason,
+    )
+    return _sync(proposal)
+
+
+@transaction.atomic
+def withdraw_proposal(
+    proposal: PayoutProposal, *, acting_user: User, reason: str = ""
+) -> PayoutProposal:
+    """The submitter takes a submission back (to correct it before anyone decides): the proposal
+    returns to draft, to be submitted again."""
+    require_role(acting_user, CAN_PREPARE, "withdraw proposals")
+    fresh = _locked(proposal)
+    _require_status(fresh, Status.SUBMITTED, "withdraw")
+    if fresh.submitted_by_id != acting_user.pk:
+        raise PermissionDenied(
+            f"Only {fresh.submitted_by.get_username() if fresh.submitted_by else 'the submitter'}, "
+            f"who submitted proposal {fresh.pk}, may withdraw it."
+        )
+    changed = PayoutProposal.objects.filter(
+        pk=fresh.pk, status=Status.SUBMITTED, submitted_by=acting_user
+    ).update(status=Status.DRAFT, submitted_by=None, submitted_at=None)
+    if not changed:
+        raise Refused(f"Proposal {fresh.pk} was decided at the same time; reload it.")
+    record(
+        "proposal.withdrawn",
+        fresh,
+        actor=acting_user,
+        tournament=fresh.incident.tournament,
+        before={"status": "submitted"},
+        after={"status": "draft"},
+        reason=(reason or "").strip(),
     )
     return _sync(proposal)
 
@@ -445,3 +524,10 @@ def statement(proposal: PayoutProposal, entry_id: str) -> str:
     if not PayoutLine.objects.filter(proposal=proposal, entry_id=entry_id).exists():
         raise Refused(f"Entry {entry_id!r} is not part of proposal {proposal.pk}.")
     return explain(_engine_proposal(proposal), entry_id)
+
+
+def statement_maker(proposal):
+    """A function entry_id -> statement text for this proposal (the same text as `statement`),
+    computing the proposal once: statements for every player of a posting use it."""
+    engine = _engine_proposal(proposal)
+    return lambda entry_id: explain(engine, entry_id)

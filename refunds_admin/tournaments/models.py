@@ -124,6 +124,14 @@ class Entry(models.Model):
     fee_paid_cents = models.BigIntegerField()
     finish_place = models.PositiveIntegerField(null=True, blank=True)
     prize_awarded_cents = models.BigIntegerField(null=True, blank=True)
+    # A database default too: COPY writers that do not name the column still insert "".
+    email = models.CharField(
+        max_length=254,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Where the player's statement may be e-mailed (optional snapshot field).",
+    )
 
     class Meta:
         ordering = ["snapshot", "position"]

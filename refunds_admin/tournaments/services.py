@@ -13,7 +13,7 @@ import io
 import json
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -178,7 +178,7 @@ def _store(
             for place in range(row.place_from, row.place_to + 1)
         ),
     )
-    _insert_entries(snapshot, parsed.columns)
+    _insert_entries(snapshot, parsed.columns, parsed.emails)
     tournament.current_snapshot = snapshot
     tournament.save()
     # The rule preview and the proposal that usually follow need the parsed snapshot: keep it.
@@ -217,10 +217,18 @@ ENTRY_COLUMNS_IN_DB = (
     "fee_paid_cents",
     "finish_place",
     "prize_awarded_cents",
+    "email",
 )
 
 
-def _insert_entries(snapshot: Snapshot, columns: EntryColumns) -> None:
+def _email_of(emails: dict[str, str]) -> Callable[[str], str]:
+    """entry_id -> e-mail address or "" (most entries carry none)."""
+    return lambda entry_id: emails.get(entry_id, "")
+
+
+def _insert_entries(
+    snapshot: Snapshot, columns: EntryColumns, emails: dict[str, str] | None = None
+) -> None:
     """Write the entries in snapshot order (COPY on PostgreSQL), from the engine's columns;
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
     message is position 4."""
@@ -228,6 +236,7 @@ def _insert_entries(snapshot: Snapshot, columns: EntryColumns) -> None:
     rows = zip(
         repeat(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
+        map(_email_of(emails or {}), c.entry_id),
     )  # fmt: skip
     insert_rows(Entry, ENTRY_COLUMNS_IN_DB, rows)
 
@@ -258,6 +267,7 @@ ENTRY_COLUMNS = (
     "fee_paid",
     "finish_place",
     "prize_awarded",
+    "email",
 )
 ENTRY_REQUIRED = ("entry_id", "player_id", "status")
 ENTRY_INTEGERS = ("chips", "finish_place")
@@ -454,30 +464,60 @@ def _csv_where(field: str, entry_where: list[str], prize_where: list[str]) -> st
     return field
 
 
+_ENGINE_REFERENCE = re.compile(r"\b(entries|tournament\.prizes)\[(\d+)\]")
+
+
+def _csv_message(message: str, entry_where: list[str], prize_where: list[str]) -> str:
+    """The engine's message with its references to other entries ("also entries[0]") turned
+    into the CSV rows they came from ("also entries CSV row 2 (entry e1)")."""
+
+    def row(match: re.Match[str]) -> str:
+        rows = entry_where if match.group(1) == "entries" else prize_where
+        index = int(match.group(2))
+        return rows[index] if index < len(rows) else match.group(0)
+
+    return _ENGINE_REFERENCE.sub(row, message)
+
+
 def snapshot_document_from_csv(
     entries_csv: CsvData, prizes_csv: CsvData, fields: Mapping[str, Any]
 ) -> tuple[dict[str, Any], engine.Snapshot]:
     """Build the `tournament-snapshot/1` document (a dict) from the two CSVs and the typed fields,
     then validate it with the engine. Returns (document, parsed); raises `Refused` naming the
-    CSV rows and columns or the form fields at fault."""
+    CSV rows and columns or the form fields at fault.
+
+    Every problem is reported at once: the cells that could not be read and everything the
+    engine finds in the rest, each once, by CSV row (a cell that could not be read is left out
+    of the document, so the engine's complaint about the same cell is dropped)."""
     tournament, problems = _tournament_from_fields(fields)
     entries, entry_where, entry_problems = _entries_from_csv(entries_csv)
     prizes, prize_where, prize_problems = _prizes_from_csv(prizes_csv)
     problems += prize_problems + entry_problems
-    if problems:
-        raise Refused("The CSV import was refused; nothing was imported.", problems=problems)
     tournament["prizes"] = prizes
     document = {"format": "tournament-snapshot/1", "tournament": tournament, "entries": entries}
+    parsed = None
     try:
         parsed = parse_snapshot(document)
     except SnapshotError as e:
-        raise Refused(
-            "The CSV import was refused; nothing was imported.",
-            problems=[
-                (_csv_where(field, entry_where, prize_where), message)
-                for field, message in _problems_of(e)
-            ],
-        ) from None
+        # A CSV whose header could not be read has no rows to check: skip what the engine
+        # says about it (it would only repeat "no entries").
+        unreadable = {where.removesuffix(" header") for where, _ in problems if "header" in where}
+        unreadable |= {
+            where for where, _ in problems if where in ("entries CSV", "prize table CSV")
+        }
+        seen = {where for where, _ in problems}
+        if any(where.endswith(", chips") for where, _ in problems):
+            seen.add("chips_in_play")  # a sum over a chip count that could not be read
+        for field, message in _problems_of(e):
+            where = _csv_where(field, entry_where, prize_where)
+            if where in seen or any(where.startswith(u) for u in unreadable):
+                continue
+            if where in TOURNAMENT_FIELDS and where not in tournament:
+                continue  # already "is required"
+            seen.add(where)
+            problems.append((where, _csv_message(message, entry_where, prize_where)))
+    if problems or parsed is None:
+        raise Refused("The CSV import was refused; nothing was imported.", problems=problems)
     return document, parsed
 
 

@@ -1,11 +1,11 @@
 """API clients act as a staff user: creating one, switching it off or changing whom it acts as
-is a change of who may import, audited like users and roles (audit/signals.py), from the command
+is a change of who may import, audited like users and roles (audit/access.py), from the command
 line, the admin or the shell alike. The token itself is never audited, only its prefix."""
 
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
-from refunds_admin.audit.signals import audit
+from refunds_admin.audit.access import audit
 
 from .models import ApiClient
 

@@ -79,7 +79,14 @@ def get_proposal_for(request, pk):
         raise PermissionDenied
     return get_object_or_404(
         PayoutProposal.objects.select_related(
-            "incident__tournament", "snapshot", "prepared_by", "submitted_by", "approved_by"
-        ),
+            "incident__tournament",
+            "incident__recorded_by",
+            "incident__closed_by",
+            "incident__site_wide_confirmed_by",
+            "snapshot",
+            "prepared_by",
+            "submitted_by",
+            "approved_by",
+        ).defer("snapshot__document"),  # tens of MB for a big tournament; pages never show it
         pk=pk,
     )

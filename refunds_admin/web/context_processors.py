@@ -1,6 +1,7 @@
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role, roles_of
+from refunds_admin.reports.selectors import CAN_REPORT
 
 from .timezones import zone_choices
 
@@ -14,6 +15,7 @@ def staff(request):
         "can_read": has_role(user, CAN_READ),
         "can_prepare": has_role(user, CAN_PREPARE),
         "can_decide": has_role(user, CAN_DECIDE),
+        "can_report": has_role(user, CAN_REPORT),
         "current_tz": current_tz,
         "tz_choices": zone_choices(current_tz),
     }

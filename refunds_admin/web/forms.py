@@ -4,6 +4,8 @@ Times are typed in the staff member's time zone (the active one) and become awar
 stored in UTC by the services.
 """
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth import authenticate
 
@@ -14,10 +16,19 @@ from refunds_admin.tournaments.models import Tournament
 
 
 class LocalDateTimeInput(forms.DateTimeInput):
+    """A date and time in the staff member's zone. Seconds can be typed (the 20-minute line of
+    rule 1 is exact to the second) but are shown only when there are some: a default of whole
+    minutes means that typing 06:20 gives 06:20:00, not 06:20 and the seconds of "now"."""
+
     input_type = "datetime-local"
 
     def __init__(self, attrs=None):
         super().__init__(attrs={"step": "1", **(attrs or {})}, format="%Y-%m-%dT%H:%M:%S")
+
+    def format_value(self, value):
+        if hasattr(value, "second") and not value.second and not value.microsecond:
+            return value.strftime("%Y-%m-%dT%H:%M")
+        return super().format_value(value)
 
 
 def local_datetime_field(label, **kwargs):
@@ -99,6 +110,11 @@ class IncidentForm(forms.Form):
     description = forms.CharField(
         label="What happened", widget=forms.Textarea(attrs={"rows": 4}), required=False
     )
+    # Shown with the rule preview when the typed time is before the tournament's start.
+    before_start_confirmed = forms.BooleanField(
+        label="Yes: play failed before the tournament's start (rule 1, full refund)",
+        required=False,
+    )
 
 
 class RestartAttemptForm(forms.Form):
@@ -173,7 +189,11 @@ class RejectForm(forms.Form):
 
 
 class LineFilterForm(forms.Form):
-    q = forms.CharField(label="Player id, entry id or screen name (exact)", required=False)
+    q = forms.CharField(
+        label="Player id, entry id or screen name",
+        required=False,
+        help_text="Ids exactly; a screen name by its first letters, in any case.",
+    )
     show = forms.ChoiceField(
         label="Show",
         required=False,
@@ -187,7 +207,14 @@ class LineFilterForm(forms.Form):
     sort = forms.ChoiceField(
         label="Sort by",
         required=False,
-        choices=[("position", "Snapshot order"), ("chips", "Chips"), ("total", "Total")],
+        choices=[
+            ("position", "Snapshot order"),
+            ("-position", "Snapshot order, last first"),
+            ("chips", "Chips, most first"),
+            ("-chips", "Chips, fewest first"),
+            ("total", "Total, largest first"),
+            ("-total", "Total, smallest first"),
+        ],
     )
 
 
@@ -205,4 +232,23 @@ class AuditFilterForm(forms.Form):
 
 
 class PlayerLookupForm(forms.Form):
-    player_id = forms.CharField(label="Player id", max_length=128)
+    q = forms.CharField(
+        label="Player id, screen name (start) or e-mail",
+        max_length=254,
+        help_text="Any case: P123, alice (finds Alice99), alice@example.com",
+    )
+
+
+class ReportRangeForm(forms.Form):
+    start = forms.DateField(
+        required=False, label="Posted from", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    end = forms.DateField(
+        required=False, label="to (inclusive)", widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("start") and data.get("end") and data["start"] > data["end"]:
+            self.add_error("end", "The end of the range is before its start.")
+        return data

@@ -7,21 +7,31 @@ and skipping every row before it.
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Count, Q
+from django.db.models.functions import Lower
 
 from refunds_admin.audit.models import AuditEvent
+from refunds_admin.incidents.services import rule_sentence
+from refunds_admin.payouts.money import to_cents
+from refunds_admin.proposals.figures import from_lines as figures_from_lines
 from refunds_admin.proposals.models import PayoutLine
 from refunds_admin.tournaments.models import Entry
+from refunds_admin.tournaments.services import engine_snapshot
 
 PAGE_SIZE = 100
 
-# Sort choices of the breakdown table: name -> (field, descending). Ties break on position.
+# Sort choices of the breakdown table: name -> (field, descending). Ties break on position, in
+# the same direction. Every column sorts both ways ("-" flips the usual direction).
 LINE_SORTS = {
     "position": ("position", False),
+    "-position": ("position", True),
     "chips": ("chips", True),
+    "-chips": ("chips", False),
     "total": ("total_cents", True),
+    "-total": ("total_cents", False),
 }
 
 
@@ -94,16 +104,19 @@ def keyset_page(qs, *, field, descending, after=None, before=None, last=False, s
 
 
 def proposal_lines(proposal, *, q="", show="", sort="position"):
-    """The breakdown table's rows before paging: search by player id, entry id or screen name;
-    show all, active, eliminated or capped entries.
+    """The breakdown table's rows before paging: search by player id or entry id (exact, what a
+    player quotes on the phone) or by the start of the screen name, in any case; show all,
+    active, eliminated or capped entries.
 
-    The search is exact (what a player quotes on the phone), so each of the three is an index
-    lookup and a search costs the same on 100k lines as on 100.
+    Each of the three is an index lookup (the screen name's on lower(screen_name), see
+    migration proposals 0004), so a search costs the same on 100k lines as on 100.
     """
     qs = PayoutLine.objects.filter(proposal=proposal)
     q = (q or "").strip()
     if q:
-        qs = qs.filter(Q(player_id=q) | Q(entry_id=q) | Q(screen_name=q))
+        qs = qs.annotate(screen_lower=Lower("screen_name")).filter(
+            Q(player_id=q) | Q(entry_id=q) | Q(screen_lower__startswith=q.lower())
+        )
     if show in ("active", "eliminated"):
         qs = qs.filter(status=show)
     elif show == "capped":
@@ -169,3 +182,251 @@ def audit_page(qs, *, before_id=None, size=50):
         qs = qs.filter(id__lt=before_id)
     rows = list(qs.order_by("-id")[: size + 1])
     return rows[:size], (rows[size - 1].id if len(rows) > size else None)
+
+
+# --------------------------------------------------------------------------------------------
+# What the approver reads: the figures, the incident, and what changed
+# --------------------------------------------------------------------------------------------
+
+
+def proposal_figures(proposal):
+    """The proposal's stored figures (proposals/figures.py), or, for a proposal prepared before
+    they were stored, the same computed from its lines."""
+    stored = proposal.figures or {}
+    if "components" in stored:
+        return stored
+    summary = {k: to_cents(v) if isinstance(v, str) else v for k, v in proposal.summary.items()}
+    computed = figures_from_lines(proposal, summary)
+    tournament = proposal.incident.tournament
+    computed["rule_sentence"] = rule_sentence(
+        proposal.rule,
+        elapsed_seconds=(proposal.failed_at - tournament.starts_at).total_seconds(),
+        site_wide_issue=proposal.site_wide_issue,
+        entries=int(summary.get("entries") or proposal.lines_count),
+        active=int(summary.get("active") or 0),
+        paid_places=proposal.snapshot.prize_places.filter(amount_cents__gt=0).count(),
+    )
+    return computed
+
+
+def pool_reconciliation(figures):
+    """Per currency: the pool in (engine summary) against what the lines pay out, by component."""
+    parts = figures["components"]
+    paid_out = sum(parts.values())
+    return [
+        {
+            "currency": figures["currency"],
+            "pool_in": figures["pool_in"],
+            "buy_in_refund": parts["buy_in_refund"],
+            "next_prize": parts["next_prize"],
+            "chip_equity": parts["chip_equity"],
+            "fee_refund": parts["fee_refund"],
+            "paid_out": paid_out,
+            "difference": paid_out - figures["pool_in"],
+        }
+    ]
+
+
+def snapshot_at_recording(incident):
+    """The snapshot that was current when the incident was recorded (the last one imported
+    before it)."""
+    return (
+        incident.tournament.snapshots.filter(imported_at__lte=incident.recorded_at)
+        .defer("document")
+        .order_by("-version")
+        .first()
+    )
+
+
+def _prize_table(snapshot):
+    return dict(snapshot.prize_places.values_list("place", "amount_cents"))
+
+
+def _start_of(snapshot):
+    return engine_snapshot(snapshot).starts_at.at
+
+
+def snapshot_changes(old, new, *, with_entries=True):
+    """What a re-import changed between two snapshot versions of one tournament: the start,
+    the prize table, and (with_entries) the entries and their chips."""
+    if old is None or new is None or old.pk == new.pk:
+        return None
+    old_start, new_start = _start_of(old), _start_of(new)
+    old_prizes, new_prizes = _prize_table(old), _prize_table(new)
+    prizes = [
+        {"place": place, "before": old_prizes.get(place), "after": new_prizes.get(place)}
+        for place in sorted(set(old_prizes) | set(new_prizes))
+        if old_prizes.get(place) != new_prizes.get(place)
+    ]
+    changes = {
+        "old": old,
+        "new": new,
+        "start_before": old_start,
+        "start_after": new_start,
+        "start_changed": old_start != new_start,
+        "prizes": prizes,
+        "entries_before": old.entries_count,
+        "entries_after": new.entries_count,
+        "active_before": old.active_count,
+        "active_after": new.active_count,
+    }
+    if with_entries:
+        fields = ("entry_id", "status", "chips")
+        before = {e: (s, c) for e, s, c in old.entries.values_list(*fields).iterator(5000)}
+        after = {e: (s, c) for e, s, c in new.entries.values_list(*fields).iterator(5000)}
+        chips_changed = [
+            (e, before[e][1], c) for e, (_, c) in after.items() if e in before and before[e][1] != c
+        ]
+        changes.update(
+            added=sorted(e for e in after if e not in before),
+            removed=sorted(e for e in before if e not in after),
+            eliminated=sorted(
+                e
+                for e, (s, _) in after.items()
+                if e in before and before[e][0] == "active" and s == "eliminated"
+            ),
+            chips_changed=len(chips_changed),
+            chips_examples=sorted(chips_changed, key=lambda r: (-abs(r[2] - r[1]), r[0]))[:10],
+            chips_before=sum(c for _, c in before.values()),
+            chips_after=sum(c for _, c in after.values()),
+        )
+    return changes
+
+
+# ---------------------------------------------------------------------------------------------
+# Player lookup (support): by player id, screen-name prefix or e-mail, case-insensitively
+# ---------------------------------------------------------------------------------------------
+
+PLAYER_MATCHES = 50
+
+
+def find_players(q):
+    """[{player_id, screen_names, emails, tournaments}] of the players whose id or e-mail is `q`
+    or whose screen name starts with `q`, case-insensitively, in every tournament's current
+    snapshot. Each branch is an index lookup on PostgreSQL (expression indexes on lower(...),
+    migration tournaments/0003)."""
+    from django.db.models.functions import Lower
+
+    from refunds_admin.tournaments.models import Tournament
+
+    q = (q or "").strip().lower()
+    if not q:
+        return []
+    current = Tournament.objects.exclude(current_snapshot=None).values("current_snapshot_id")
+    base = Entry.objects.filter(snapshot_id__in=current)
+    by_id = base.annotate(k=Lower("player_id")).filter(k=q)
+    by_name = base.exclude(screen_name="").annotate(k=Lower("screen_name")).filter(k__startswith=q)
+    by_email = base.exclude(email="").annotate(k=Lower("email")).filter(k=q)
+    players: dict[str, dict[str, Any]] = {}
+    for qs in (by_id, by_email, by_name):
+        for player_id, screen_name, email, snapshot_id in qs.values_list(
+            "player_id", "screen_name", "email", "snapshot_id"
+        ).order_by("player_id")[:500]:
+            found = players.setdefault(
+                player_id,
+                {
+                    "player_id": player_id,
+                    "screen_names": set(),
+                    "emails": set(),
+                    "snapshots": set(),
+                },
+            )
+            if screen_name:
+                found["screen_names"].add(screen_name)
+            if email:
+                found["emails"].add(email)
+            found["snapshots"].add(snapshot_id)
+    out = sorted(players.values(), key=lambda p: p["player_id"].lower())[:PLAYER_MATCHES]
+    # Every tournament each found player played, not only those where the match was found.
+    counts = dict(
+        base.annotate(k=Lower("player_id"))
+        .filter(k__in={p["player_id"].lower() for p in out})
+        .values("player_id")
+        .annotate(n=Count("snapshot_id", distinct=True))
+        .values_list("player_id", "n")
+    )
+    for p in out:
+        p["screen_names"] = sorted(p["screen_names"])
+        p["emails"] = sorted(p["emails"])
+        p["tournaments"] = counts.get(p["player_id"], len(p["snapshots"]))
+        del p["snapshots"]
+    return out
+
+
+def player_tournaments(player_id):
+    """Every tournament the player has an entry in (current snapshot), newest first, with its
+    state for the player: pending (no approved proposal yet), approved (approved, posting, or
+    posting failed and waiting) or posted, and the player's lines in the live proposal."""
+    from refunds_admin.proposals.models import PayoutProposal
+    from refunds_admin.tournaments.models import Tournament
+
+    Status = PayoutProposal.Status
+    entries = list(
+        Entry.objects.filter(
+            player_id=player_id,
+            snapshot_id__in=Tournament.objects.exclude(current_snapshot=None).values(
+                "current_snapshot_id"
+            ),
+        )
+        .select_related("snapshot__tournament")
+        .order_by("-snapshot__tournament__starts_at", "position")
+    )
+    tournaments: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        t = entry.snapshot.tournament
+        tournaments.setdefault(t.pk, {"tournament": t, "entries": []})["entries"].append(entry)
+    proposals: dict[int, PayoutProposal] = {}
+    for proposal in (
+        PayoutProposal.objects.filter(incident__tournament_id__in=list(tournaments))
+        .exclude(status=Status.REJECTED)
+        .select_related("incident")
+        .order_by("incident__tournament_id", "-id")
+    ):
+        proposals.setdefault(proposal.incident.tournament_id, proposal)
+    lines: dict[int, list[PayoutLine]] = {}
+    if proposals:
+        for line in PayoutLine.objects.filter(
+            proposal_id__in=[p.pk for p in proposals.values()], player_id=player_id
+        ):
+            lines.setdefault(line.proposal_id, []).append(line)
+    out = []
+    for tid, row in tournaments.items():
+        live = proposals.get(tid)
+        if live is None or live.status in (Status.DRAFT, Status.SUBMITTED):
+            state = "pending"
+        elif live.status == Status.POSTED:
+            state = "posted"
+        else:
+            state = "approved"
+        row.update(
+            proposal=live,
+            state=state,
+            lines=lines.get(live.pk, []) if live else [],
+        )
+        out.append(row)
+    return out
+
+
+def entry_credits(proposal: Any, entry_id: str) -> list[dict[str, Any]]:
+    """One entry's credits in statement order, each with its component's name and
+    `cashier_reference` (the cashier's credit id once it confirmed the credit, else "")."""
+    from refunds_admin.ledger.models import COMPONENT_FIELDS, Component, Credit
+
+    order = {str(component): i for i, (component, _) in enumerate(COMPONENT_FIELDS)}
+    names = dict(Component.choices)
+    rows = [
+        {
+            "key": credit.key,
+            "component": names.get(credit.component, credit.component),
+            "currency": credit.currency,
+            "amount_cents": credit.amount_cents,
+            "created_at": credit.created_at,
+            "cashier_reference": getattr(
+                getattr(credit, "delivery", None), "cashier_credit_id", ""
+            ),
+        }
+        for credit in Credit.objects.filter(
+            proposal_id=proposal.pk, entry_id=entry_id
+        ).select_related("delivery")
+    ]
+    return sorted(rows, key=lambda row: order.get(str(row["key"]).rsplit("/", 1)[-1], 99))

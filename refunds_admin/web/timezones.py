@@ -1,4 +1,5 @@
-"""The staff member's display time zone: kept in the session, activated for every request.
+"""The staff member's display time zone: kept per user (accounts.StaffProfile, so it survives
+signing out), cached in the session, activated for every request.
 
 Storage is always UTC; only display and the parsing of typed times use this zone.
 """
@@ -6,6 +7,8 @@ Storage is always UTC; only display and the parsing of typed times use this zone
 import zoneinfo
 
 from django.utils import timezone
+
+from refunds_admin.accounts.services import time_zone_of
 
 SESSION_KEY = "staff_tz"
 
@@ -40,6 +43,12 @@ class StaffTimezoneMiddleware:
 
     def __call__(self, request):
         name = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
+        user = getattr(request, "user", None)
+        if name is None and user is not None and user.is_authenticated:
+            # A new session (signed in again): the zone this person chose before. Cached in
+            # the session ("" for the default) so that this is read once per sign-in.
+            name = time_zone_of(user)
+            request.session[SESSION_KEY] = name
         if name and valid_zone(name):
             timezone.activate(zoneinfo.ZoneInfo(name))
         else:

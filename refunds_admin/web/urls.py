@@ -1,6 +1,16 @@
 from django.urls import path
 
-from .views import audit, dashboard, incidents, players, proposals, tournaments
+from .views import (
+    audit,
+    dashboard,
+    incidents,
+    notifications,
+    players,
+    proposals,
+    reports,
+    tournaments,
+    worklists,
+)
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
@@ -9,6 +19,9 @@ urlpatterns = [
     path("tournaments/", tournaments.tournament_list, name="tournament_list"),
     path("tournaments/import/", tournaments.tournament_import, name="tournament_import"),
     path("tournaments/<int:pk>/", tournaments.tournament_detail, name="tournament_detail"),
+    # Worklists
+    path("proposals/", worklists.proposal_list, name="proposal_list"),
+    path("incidents/", worklists.incident_list, name="incident_list"),
     # Incidents
     path("incidents/new/", incidents.incident_new, name="incident_new"),
     path("incidents/preview/", incidents.incident_preview, name="incident_preview"),
@@ -42,6 +55,7 @@ urlpatterns = [
     path("proposals/<int:pk>/submit/", proposals.proposal_submit, name="proposal_submit"),
     path("proposals/<int:pk>/approval/", proposals.proposal_approval, name="proposal_approval"),
     path("proposals/<int:pk>/reject/", proposals.proposal_reject, name="proposal_reject"),
+    path("proposals/<int:pk>/withdraw/", proposals.proposal_withdraw, name="proposal_withdraw"),
     path("proposals/<int:pk>/replay/", proposals.proposal_replay, name="proposal_replay"),
     path("proposals/<int:pk>/posting/", proposals.proposal_posting, name="proposal_posting"),
     path(
@@ -53,4 +67,22 @@ urlpatterns = [
     path("audit/", audit.audit, name="audit"),
     path("audit/export.csv", audit.audit_export, name="audit_export"),
     path("players/", players.player_lookup, name="player_lookup"),
+    # Player statements, staff notifications, the finance report
+    path(
+        "proposals/<int:pk>/statements/",
+        notifications.statement_outbox,
+        name="statement_outbox",
+    ),
+    path(
+        "proposals/<int:pk>/statements/retry/",
+        notifications.statement_retry,
+        name="statement_retry",
+    ),
+    path(
+        "settings/notifications/", notifications.notification_settings, name="notification_settings"
+    ),
+    path("reports/", reports.finance_report, name="finance_report"),
+    path("reports/chart.svg", reports.finance_report_chart, name="finance_report_chart"),
+    path("reports/export.csv", reports.finance_report_csv, name="finance_report_csv"),
+    path("reports/postings/<int:pk>/credits/", reports.posting_credits, name="posting_credits"),
 ]

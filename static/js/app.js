@@ -6,12 +6,13 @@
     var now = Date.now();
     document.querySelectorAll("[data-deadline]").forEach(function (el) {
       var left = Math.round((Date.parse(el.dataset.deadline) - now) / 1000);
-      var row = el.closest("tr, li, .card");
+      // Only the countdown itself turns red; its row gets a quiet marker, never red text.
+      var row = el.closest("tr, li");
       if (left <= 0) {
         var over = -left;
         el.textContent = "overdue by " + Math.floor(over / 60) + ":" + pad(over % 60);
         el.classList.add("overdue");
-        if (row) row.classList.add("overdue");
+        if (row) row.classList.add("is-overdue");
       } else {
         el.textContent = Math.floor(left / 60) + ":" + pad(left % 60) + " left";
       }
@@ -19,6 +20,30 @@
   }
   document.addEventListener("DOMContentLoaded", function () { tick(); setInterval(tick, 1000); });
 })();
+
+// Confirmation before every irreversible step: <form data-confirm="What will happen?">.
+// Without JavaScript the form submits as it is (the services still check everything).
+document.addEventListener("submit", function (event) {
+  var form = event.target;
+  var question = form.getAttribute && form.getAttribute("data-confirm");
+  if (question && !window.confirm(question)) {
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }
+}, true);
+
+// A player's statement opens right under the row that was clicked; only one at a time.
+document.addEventListener("htmx:beforeRequest", function (event) {
+  if (event.target.classList && event.target.classList.contains("statement-link")) {
+    document.querySelectorAll("tr.statement-row").forEach(function (row) { row.remove(); });
+  }
+});
+
+// Print buttons (<button data-print>): the statement page prints itself without inline script.
+document.addEventListener("click", function (event) {
+  var button = event.target.closest("[data-print]");
+  if (button) { event.preventDefault(); window.print(); }
+});
 
 // <select data-autosubmit> submits its form when changed (the time zone switch). Here rather than
 // in an onchange="" attribute: the Content-Security-Policy allows no inline script.

@@ -112,6 +112,17 @@ def open_as(browser, live_server, transactional_db, csp_violations):
         watch_csp(context, csp_violations)
         contexts.append(context)
         page = context.new_page()
+        # Irreversible steps ask first (window.confirm): a person says yes (`page.say_yes =
+        # False` to say no). The questions are kept for the tests (`page.confirmations`).
+        questions = []
+        page.say_yes = True
+
+        def answer(dialog, page=page):
+            questions.append(dialog.message)
+            dialog.accept() if page.say_yes else dialog.dismiss()
+
+        page.on("dialog", answer)
+        page.confirmations = questions
         page.goto("/accounts/login/")
         page.fill("#id_username", user.username)
         page.fill("#id_password", "pw-" + user.username)

@@ -4,6 +4,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from refunds_admin.accounts.models import StaffProfile
 from refunds_admin.web.templatetags.staff import money, money_symbol, staff_time
 
 
@@ -52,7 +53,8 @@ def test_it_ignores_an_unknown_time_zone_and_foreign_redirects(client, support):
         reverse("set_timezone"), {"tz": "Mars/Olympus", "next": "https://evil.example/"}
     )
     assert response["Location"] == "/"
-    assert client.session.get("staff_tz") is None
+    assert not client.session.get("staff_tz")
+    assert not StaffProfile.objects.filter(user=support).exists()
 
 
 @pytest.mark.django_db

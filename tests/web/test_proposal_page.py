@@ -18,7 +18,9 @@ from tests.factories import (
 def _entries(response):
     import re
 
-    return re.findall(r"<td>(e\d{3})</td>", response.content.decode())
+    # The breakdown's rows only (the approver's figures above it list entries too).
+    lines = response.content.decode().partition('<div id="lines">')[2] or response.content.decode()
+    return re.findall(r"<td>(e\d{3})</td>", lines)
 
 
 @pytest.fixture

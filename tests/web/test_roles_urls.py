@@ -12,6 +12,7 @@ from django.urls import reverse
 ALL = {"support", "manager", "auditor"}
 PREPARE = {"support", "manager"}
 DECIDE = {"manager"}
+REPORT = {"manager", "auditor"}
 PERSONAS = ["support", "manager", "auditor", "outsider"]
 
 
@@ -46,6 +47,11 @@ def _pages(w):
         (reverse("proposal_approval", args=[p]), "get", ALL),
         (reverse("proposal_approval", args=[p]), "post", DECIDE),
         (reverse("proposal_reject", args=[p]), "post", DECIDE),
+        (reverse("proposal_withdraw", args=[p]), "post", PREPARE),
+        (reverse("proposal_list"), "get", ALL),
+        (reverse("proposal_list") + "?status=draft&mine=on&sort=total", "get", ALL),
+        (reverse("incident_list"), "get", ALL),
+        (reverse("incident_list") + "?status=cancelled&mine=on", "get", ALL),
         (reverse("proposal_replay", args=[p]), "post", ALL),
         (reverse("proposal_posting", args=[p]), "get", ALL),
         (reverse("proposal_resume_posting", args=[p]), "post", DECIDE),
@@ -53,6 +59,15 @@ def _pages(w):
         (reverse("audit") + "?tournament=UP-TEST-1&player=p001", "get", ALL),
         (reverse("audit_export"), "get", ALL),
         (reverse("player_lookup"), "get", ALL),
+        (reverse("player_lookup") + "?q=PLAYER0", "get", ALL),
+        (reverse("statement_outbox", args=[p]), "get", ALL),
+        (reverse("statement_retry", args=[p]), "post", DECIDE),
+        (reverse("notification_settings"), "get", ALL),
+        (reverse("finance_report"), "get", REPORT),
+        (reverse("finance_report") + "?start=2026-01-01&end=2026-12-31", "get", REPORT),
+        (reverse("finance_report_chart"), "get", REPORT),
+        (reverse("finance_report_csv"), "get", REPORT),
+        (reverse("posting_credits", args=[p]), "get", REPORT),
     ]
 
 

@@ -6,20 +6,27 @@ from django.db import migrations, models
 from refunds_admin.bulk import postgres_only, statement_level_foreign_key
 
 # The foreign key of the 100k-row table, checked once per statement (see refunds_admin/bulk.py).
-CREATE, DROP = statement_level_foreign_key("proposals_payoutline", "proposal_id", "proposals_payoutproposal")
+CREATE, DROP = statement_level_foreign_key(
+    "proposals_payoutline", "proposal_id", "proposals_payoutproposal"
+)
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('proposals', '0001_initial'),
+        ("proposals", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='payoutline',
-            name='proposal',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='lines', to='proposals.payoutproposal'),
+            model_name="payoutline",
+            name="proposal",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="lines",
+                to="proposals.payoutproposal",
+            ),
         ),
         migrations.RunPython(postgres_only(CREATE), postgres_only(DROP)),
     ]

@@ -4,14 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('proposals', '0002_copy_friendly_foreign_keys'),
+        ("proposals", "0002_copy_friendly_foreign_keys"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='payoutline',
-            index=models.Index(condition=models.Q(('capped', True)), fields=['proposal', 'position'], name='payoutline_capped_position'),
+            model_name="payoutline",
+            index=models.Index(
+                condition=models.Q(("capped", True)),
+                fields=["proposal", "position"],
+                name="payoutline_capped_position",
+            ),
         ),
     ]

@@ -6,7 +6,9 @@ from django.db import migrations, models
 from refunds_admin.bulk import postgres_only, statement_level_foreign_key
 
 # The foreign key of the 100k-row table, checked once per statement (see refunds_admin/bulk.py).
-CREATE, DROP = statement_level_foreign_key("tournaments_entry", "snapshot_id", "tournaments_snapshot")
+CREATE, DROP = statement_level_foreign_key(
+    "tournaments_entry", "snapshot_id", "tournaments_snapshot"
+)
 
 # A 10 MB snapshot document is compressed several times faster by lz4 than by the default pglz
 # (where the server was built without lz4, the default stays).
@@ -21,25 +23,30 @@ PGLZ = "ALTER TABLE tournaments_snapshot ALTER COLUMN document SET COMPRESSION p
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tournaments', '0001_initial'),
+        ("tournaments", "0001_initial"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='entry',
-            name='tournaments_snapsho_a22f30_idx',
+            model_name="entry",
+            name="tournaments_snapsho_a22f30_idx",
         ),
         migrations.AlterField(
-            model_name='entry',
-            name='player_id',
+            model_name="entry",
+            name="player_id",
             field=models.CharField(max_length=128),
         ),
         migrations.AlterField(
-            model_name='entry',
-            name='snapshot',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='tournaments.snapshot'),
+            model_name="entry",
+            name="snapshot",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="entries",
+                to="tournaments.snapshot",
+            ),
         ),
         migrations.RunPython(postgres_only(CREATE), postgres_only(DROP)),
         migrations.RunPython(postgres_only(LZ4), postgres_only(PGLZ)),

@@ -5,7 +5,6 @@
 `{{ incident.failed_at|staff_time }}` -> <time> in the chosen zone, the UTC time in its tooltip.
 """
 
-import json
 from datetime import UTC
 
 from django import template
@@ -13,6 +12,8 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 
+from refunds_admin.audit.display import OBJECT_LABELS, change_rows
+from refunds_admin.incidents.services import elapsed_in_words
 from refunds_admin.payouts.labels import rule_label as _rule_label
 from refunds_admin.payouts.money import display, to_cents
 
@@ -77,38 +78,33 @@ def get_item(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
 
 
-_ABSENT = object()
-
-
-def _readable(value):
-    """A recorded value as a person reads it: text as is, numbers and flags as JSON, lists and
-    objects as compact JSON ("[\"p001\", \"p002\"]")."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+@register.filter
+def audit_changes(event):
+    """An audit event's before/after as labelled rows (audit.display.change_rows)."""
+    return change_rows(event)
 
 
 @register.filter
-def audit_changes(event):
-    """An audit event's before/after as rows (key, before, after), one per key: a changed value
-    reads "status: draft → submitted", a value recorded only on one side shows that side alone.
-    before/after are JSON objects; anything else is shown under the key "value"."""
+def signed_money(amount, currency=""):
+    """A change of money: "+USD 12.50", "-USD 3.00", "USD 0.00"."""
+    cents = to_cents(amount)
+    if cents is None:
+        return ""
+    sign = "+" if cents > 0 else "-" if cents < 0 else ""
+    return f"{sign}{money(abs(cents), currency)}"
 
-    def as_dict(value):
-        if value is None:
-            return {}
-        return value if isinstance(value, dict) else {"value": value}
 
-    before, after = as_dict(event.before), as_dict(event.after)
-    rows = []
-    for key in [*before, *(k for k in after if k not in before)]:
-        old, new = before.get(key, _ABSENT), after.get(key, _ABSENT)
-        rows.append(
-            {
-                "key": key,
-                "before": None if old is _ABSENT else _readable(old),
-                "after": None if new is _ABSENT else _readable(new),
-                "changed": old is not _ABSENT and new is not _ABSENT and old != new,
-            }
-        )
-    return rows
+@register.filter
+def elapsed_words(seconds):
+    """Seconds from the start to the failure in words: "2 h 10 min after the start"."""
+    if seconds is None or seconds == "":
+        return ""
+    seconds = int(seconds)
+    where = "before the start" if seconds < 0 else "after the start"
+    return f"{elapsed_in_words(seconds)} {where}"
+
+
+@register.filter
+def object_label(object_type):
+    """An audit event's object type as people call it: "payoutproposal" -> "proposal"."""
+    return OBJECT_LABELS.get(object_type, object_type)

@@ -1,10 +1,12 @@
 from django.contrib.auth.decorators import login_required
+from django.db.models import Exists, OuterRef, Q
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from refunds_admin.accounts.roles import CAN_DECIDE, CAN_READ, has_role
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
+from refunds_admin.accounts.services import set_time_zone
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
@@ -12,7 +14,7 @@ from refunds_admin.proposals.models import PayoutProposal
 
 from ..access import role_required
 from ..posting import progress_of
-from ..timezones import SESSION_KEY, valid_zone
+from ..timezones import SESSION_KEY
 
 POSTING_STATES = [
     PayoutProposal.Status.APPROVED,
@@ -46,6 +48,30 @@ def dashboard(request):
         )[:20]
     ]
     recent = [(event, describe(event)) for event in AuditEvent.objects.order_by("-id")[:15]]
+    my_drafts, waiting_on_me = [], []
+    if has_role(request.user, CAN_PREPARE):
+        my_drafts = list(
+            PayoutProposal.objects.filter(
+                status=PayoutProposal.Status.DRAFT, prepared_by=request.user
+            )
+            .select_related("incident__tournament")
+            .order_by("-prepared_at")[:20]
+        )
+        # My incidents that need me: still open (resume or cancel), or cancelled with no live
+        # proposal yet (prepare one, again after a rejection).
+        live = PayoutProposal.objects.filter(incident=OuterRef("pk")).exclude(
+            status=PayoutProposal.Status.REJECTED
+        )
+        waiting_on_me = list(
+            Incident.objects.filter(recorded_by=request.user)
+            .filter(
+                Q(status=Incident.Status.OPEN)
+                | Q(status=Incident.Status.CANCELLED, tournament__frozen_at__isnull=True)
+                & ~Exists(live)
+            )
+            .select_related("tournament")
+            .order_by("failed_at")[:20]
+        )
     return render(
         request,
         "web/dashboard.html",
@@ -56,6 +82,8 @@ def dashboard(request):
             "submitted_count": submitted_elsewhere,
             "jobs": jobs,
             "recent": recent,
+            "my_drafts": my_drafts,
+            "waiting_on_me": waiting_on_me,
         },
     )
 
@@ -63,9 +91,9 @@ def dashboard(request):
 @login_required
 @require_POST
 def set_timezone(request):
-    """Remember the staff member's display time zone in their session."""
+    """Remember the staff member's display time zone, for this session and the next ones."""
     name = request.POST.get("tz", "")
-    if valid_zone(name):
+    if set_time_zone(request.user, name):
         request.session[SESSION_KEY] = name
     nxt = request.POST.get("next") or "/"
     if not url_has_allowed_host_and_scheme(nxt, {request.get_host()}, request.is_secure()):

@@ -2,6 +2,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.audit.display import describe
@@ -15,6 +16,7 @@ from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
+from .. import queries
 from ..access import device_required, get_incident_for, role_required
 from ..forms import (
     IncidentForm,
@@ -31,7 +33,10 @@ def incident_new(request):
     refused = None
     if request.method == "POST":
         form = IncidentForm(request.POST)
-        if form.is_valid():
+        valid = form.is_valid()
+        # Taken before a refusal's errors remove the failure time from cleaned_data.
+        preview = _preview_for(form)
+        if valid:
             try:
                 incident = incident_services.record_incident(
                     form.cleaned_data["tournament"],
@@ -39,6 +44,7 @@ def incident_new(request):
                     cause=form.cleaned_data["cause"],
                     description=form.cleaned_data["description"],
                     acting_user=request.user,
+                    before_start_confirmed=form.cleaned_data["before_start_confirmed"],
                 )
             except Refused as exc:
                 refused = exc
@@ -47,41 +53,87 @@ def incident_new(request):
                 messages.success(request, f"Incident {incident.pk} recorded.")
                 return redirect("incident_detail", pk=incident.pk)
     else:
-        initial = {"failed_at": timezone.localtime().replace(microsecond=0)}
+        # Whole minutes: typing 06:20 into the form must not keep the seconds of "now".
+        failed_at = timezone.localtime().replace(second=0, microsecond=0)
+        initial = {"failed_at": failed_at}
+        tournament = None
         if request.GET.get("tournament", "").isdigit():
             initial["tournament"] = request.GET["tournament"]
+            tournament = Tournament.objects.filter(pk=request.GET["tournament"]).first()
         form = IncidentForm(initial=initial)
+        # Pre-filled: the preview shows the rule at once, not only after the first keystroke.
+        preview = _preview(tournament, failed_at)
+        return render(request, "web/incident_form.html", {"form": form, "preview": preview})
     return render(
         request,
         "web/incident_form.html",
-        {"form": form, "refused": refused, "preview": _preview_for(form)},
-        status=400 if request.method == "POST" else 200,
+        {"form": form, "refused": refused, "preview": preview},
+        status=400,
     )
 
 
 @role_required(CAN_PREPARE)
+@vary_on_headers("HX-Request")
 def incident_preview(request):
     """htmx: the rule the typed failure time selects, and why, before anything is saved."""
     form = IncidentForm(request.GET)
     form.is_valid()  # partial input is fine: the preview needs only tournament and failed_at
-    return render(request, "web/incident_form.html#preview", {"preview": _preview_for(form)})
+    return render(
+        request,
+        "web/incident_form.html#preview",
+        {"preview": _preview_for(form), "form": form},
+    )
 
 
 def _preview_for(form):
     data = getattr(form, "cleaned_data", None) or {}
-    tournament, failed_at = data.get("tournament"), data.get("failed_at")
+    return _preview(data.get("tournament"), data.get("failed_at"))
+
+
+def _preview(tournament, failed_at):
     if not isinstance(tournament, Tournament) or failed_at is None:
         return None
     try:
         result = incident_services.preview_rule(tournament, failed_at)
     except Refused as exc:
         return {"error": str(exc)}
-    return {"rule": result.rule, "sentence": result.sentence}
+    return {
+        "rule": result.rule,
+        "sentence": result.sentence,
+        "before_start": result.before_start,
+        "entries": getattr(tournament.current_snapshot, "entries_count", 0),
+    }
 
 
 @role_required(CAN_READ)
 def incident_detail(request, pk):
     return _incident_page(request, get_incident_for(request, pk))
+
+
+def _timeline(incident, attempts):
+    """The incident's story in time order: start, failure, restart attempts (once each, from
+    their own rows) and the audit's sentences for the tournament."""
+    items = [
+        (incident.tournament.starts_at, 0, "play started", ""),
+        (incident.failed_at, 1, f"play failed ({incident.get_cause_display()})", "failed"),
+    ]
+    for a in attempts:
+        outcome = "succeeded" if a.succeeded else "failed"
+        note = f": {a.note}" if a.note else ""
+        items.append(
+            (
+                a.attempted_at,
+                2,
+                f"restart attempt {outcome}{note} (logged by {a.recorded_by.get_username()})",
+                "",
+            )
+        )
+    events = AuditEvent.objects.filter(
+        tournament_external_id=incident.tournament.external_id
+    ).exclude(action="incident.restart_attempt")
+    items += [(e.created_at, 3, describe(e), "") for e in events.order_by("created_at", "id")]
+    items.sort(key=lambda item: (item[0], item[1]))
+    return [{"when": when, "text": text, "kind": kind} for when, _, text, kind in items]
 
 
 def _incident_page(request, incident, *, refused_form=None, status=200):
@@ -92,23 +144,21 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
             "version"
         )
     )
-    events = [
-        (event, describe(event))
-        for event in AuditEvent.objects.filter(
-            tournament_external_id=incident.tournament.external_id
-        ).order_by("created_at", "id")
-    ]
+    attempts = list(incident.restart_attempts.select_related("recorded_by"))
     user = request.user
     is_open = incident.status == Incident.Status.OPEN
     live = next((p for p in proposals if p.status != PayoutProposal.Status.REJECTED), None)
     now = timezone.now()
+    at_recording = queries.snapshot_at_recording(incident)
+    current = incident.tournament.current_snapshot
     context = {
         "incident": incident,
         "tournament": incident.tournament,
-        "attempts": incident.restart_attempts.select_related("recorded_by"),
+        "attempts": attempts,
         "proposals": proposals,
         "live_proposal": live,
-        "events": events,
+        "timeline": _timeline(incident, attempts),
+        "snapshot_changes": queries.snapshot_changes(at_recording, current),
         "overdue": is_open and now > incident.deadline,
         # What this user may do now (the services check again when it is done).
         "may_log_restart": is_open and has_role(user, CAN_PREPARE),
@@ -134,7 +184,7 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
 
 
 def _now_local():
-    return timezone.localtime().replace(microsecond=0)
+    return timezone.localtime().replace(second=0, microsecond=0)
 
 
 def _act(request, pk, service, done, form_class=None, form_key=""):

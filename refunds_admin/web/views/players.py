@@ -1,5 +1,3 @@
-from typing import Any
-
 from django.shortcuts import render
 
 from refunds_admin.accounts.roles import CAN_READ
@@ -7,49 +5,58 @@ from refunds_admin.errors import Refused
 from refunds_admin.ledger import services as ledger_services
 from refunds_admin.proposals import services as proposal_services
 
+from .. import queries
 from ..access import role_required
 from ..forms import PlayerLookupForm
+
+INLINE_STATEMENTS = 3
 
 
 @role_required(CAN_READ)
 def player_lookup(request):
-    """Every credit a player received, with the statement behind each (to answer "why did I get
-    $815.33?"). Credits are booked per component (buy-in refund, next prize, chip equity, fee);
-    the page groups them per entry, the unit the statement explains."""
-    form = PlayerLookupForm(request.GET or None)
-    entries, balances = None, {}
+    """Find a player by id, screen-name prefix or e-mail (any case), then see every tournament
+    they played with its state for them (pending, approved, posted), their credits and a link
+    to each entry's printable statement -- to answer "why did I get $815.33?"."""
+    data = request.GET.copy()
+    if "q" not in data and data.get("player_id"):
+        data["q"] = data["player_id"]  # links written before the lookup took any query
+    form = PlayerLookupForm(data or None)
+    matches, player, tournaments, balances = None, None, None, []
     if form.is_valid():
-        found = ledger_services.player_credits(form.cleaned_data["player_id"].strip())
-        balances = found["balances"]
-        entries = _by_entry(found["credits"])
+        q = form.cleaned_data["q"].strip()
+        chosen = (request.GET.get("player") or "").strip()
+        matches = queries.find_players(q)
+        if chosen and any(m["player_id"] == chosen for m in matches):
+            player = chosen
+        elif len(matches) == 1:
+            player = matches[0]["player_id"]
+    if player is not None:
+        tournaments = queries.player_tournaments(player)
+        shown = 0
+        for t in tournaments:
+            # Approved or posted: the statement the player gets (or got), beside the table --
+            # for the newest few; each costs a recomputation, the others are one click away.
+            t["statements"] = []
+            for line in t["lines"]:
+                if t["state"] != "pending" and line.total_cents and shown < INLINE_STATEMENTS:
+                    t["statements"].append((line, _statement(t["proposal"], line.entry_id)))
+                    shown += 1
+        balances = sorted(ledger_services.player_balances(player).items())
     return render(
         request,
         "web/player_lookup.html",
-        {"form": form, "entries": entries, "balances": sorted(balances.items())},
+        {
+            "form": form,
+            "matches": matches,
+            "player": player,
+            "tournaments": tournaments,
+            "balances": balances,
+        },
     )
 
 
-def _by_entry(credits):
-    groups: dict[tuple[int, str], dict[str, Any]] = {}
-    for credit in credits:
-        group = groups.setdefault(
-            (credit.proposal_id, credit.entry_id),
-            {
-                "proposal": credit.proposal,
-                "tournament": credit.proposal.incident.tournament,
-                "entry_id": credit.entry_id,
-                "currency": credit.currency,
-                "components": [],
-                "total_cents": 0,
-                "credited_at": credit.created_at,
-            },
-        )
-        group["components"].append((credit.get_component_display(), credit.amount_cents))
-        group["total_cents"] += credit.amount_cents
-        group["credited_at"] = max(group["credited_at"], credit.created_at)
-    for group in groups.values():
-        try:
-            group["statement"] = proposal_services.statement(group["proposal"], group["entry_id"])
-        except Refused as exc:
-            group["statement"] = f"(no statement: {exc.message})"
-    return list(groups.values())
+def _statement(proposal, entry_id):
+    try:
+        return proposal_services.statement(proposal, entry_id)
+    except Refused as exc:
+        return f"(no statement: {exc.message})"

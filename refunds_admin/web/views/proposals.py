@@ -44,7 +44,20 @@ def _lines_context(request, proposal):
     # The filter as query-string parameters, for the pager links.
     keep = urlencode({k: request.GET[k] for k in ("q", "show", "sort") if request.GET.get(k)})
     filtered = bool(data.get("q") or data.get("show"))
+    # Column headers sort; a second click on the sorted column reverses it.
+    sort_links, sort_aria = {}, {}
+    for column in ("position", "chips", "total"):
+        target = f"-{column}" if sort == column else column
+        sort_links[column] = urlencode(
+            {k: request.GET[k] for k in ("q", "show") if request.GET.get(k)} | {"sort": target}
+        )
+        if sort.lstrip("-") == column:
+            sort_aria[column] = "descending" if descending else "ascending"
+        else:
+            sort_aria[column] = "none"
     return {
+        "sort_links": sort_links,
+        "sort_aria": sort_aria,
         "filter_form": form,
         "page": page,
         "rows": _display_rows(page.rows, proposal),
@@ -88,10 +101,48 @@ def _may_approve(user, proposal):
     )
 
 
+# Rejecting is a decision too: the same four eyes.
+_may_reject = _may_approve
+
+
+def _may_withdraw(user, proposal):
+    return proposal.status == Status.SUBMITTED and user.pk == proposal.submitted_by_id
+
+
+def _decision_context(proposal):
+    """Everything the approver needs beside the total (the approval page and the proposal page
+    show the same): the incident and its rule, warnings, the money, and what changed."""
+    incident = proposal.incident
+    figures = queries.proposal_figures(proposal)
+    at_recording = queries.snapshot_at_recording(incident)
+    reimported = at_recording is not None and at_recording.pk != proposal.snapshot_id
+    return {
+        "figures": figures,
+        "reconciliation_rows": queries.pool_reconciliation(figures),
+        "version_changes": figures.get("changes"),
+        "attempts": list(incident.restart_attempts.select_related("recorded_by")),
+        "snapshot_reimported": reimported,
+        "snapshot_at_recording": at_recording,
+        "snapshot_changes": (
+            queries.snapshot_changes(at_recording, proposal.snapshot, with_entries=False)
+            if reimported
+            else None
+        ),
+    }
+
+
 @role_required(CAN_READ)
 @vary_on_headers("HX-Request", "HX-Target")  # the lines partial for htmx
 def proposal_detail(request, pk):
     proposal = get_proposal_for(request, pk)
+    template = "web/proposal_detail.html"
+    if request.htmx and request.htmx.target == "lines":
+        # Only the breakdown's rows: none of the page's other figures.
+        return render(
+            request,
+            template + "#lines",
+            {"proposal": proposal, **_lines_context(request, proposal)},
+        )
     progress = progress_of(proposal) if proposal.status in POSTING_STATES else None
     context = {
         "proposal": proposal,
@@ -100,18 +151,17 @@ def proposal_detail(request, pk):
         "summary": proposal.summary or {},
         "may_submit": proposal.status == Status.DRAFT and has_role(request.user, CAN_PREPARE),
         "may_approve": _may_approve(request.user, proposal),
-        "may_reject": proposal.status == Status.SUBMITTED and has_role(request.user, CAN_DECIDE),
+        "may_reject": _may_reject(request.user, proposal),
+        "may_withdraw": _may_withdraw(request.user, proposal),
         "shows_posting": proposal.status in POSTING_STATES,
         "progress": progress,
         "reconciliation": _reconciliation_for(proposal) if progress and progress["done"] else None,
         "may_resume": progress is not None
         and progress.get("state") == "failed"
         and has_role(request.user, CAN_DECIDE),
+        **_decision_context(proposal),
         **_lines_context(request, proposal),
     }
-    template = "web/proposal_detail.html"
-    if request.htmx and request.htmx.target == "lines":
-        template += "#lines"
     return render(request, template, context)
 
 
@@ -125,10 +175,14 @@ def proposal_statement(request, pk, entry_id):
         text = proposal_services.statement(proposal, entry_id)
     except Refused as exc:
         text = f"No statement: {exc.message}"
+    credits = queries.entry_credits(proposal, entry_id)
     template = "web/proposal_statement.html"
     if request.htmx:
-        template += "#statement"
-    return render(request, template, {"proposal": proposal, "line": line, "text": text})
+        # Opened where the person clicked: a row right under the entry's row.
+        template += "#statement_row"
+    return render(
+        request, template, {"proposal": proposal, "line": line, "text": text, "credits": credits}
+    )
 
 
 @role_required(CAN_READ)
@@ -136,13 +190,15 @@ def proposal_chart(request, pk):
     """Payout against chip stack, server-rendered SVG, at most ~500 sampled points."""
     proposal = get_proposal_for(request, pk)
     points = queries.chart_points(proposal)
-    width, height, pad = 720, 320, 56
+    # Left margin wide enough for the largest amount's label ("$1,234,567.89" at 11px), so
+    # that no label is clipped at the edge.
+    width, height, left, bottom = 720, 320, 96, 56
     max_chips = max((c for c, _, _ in points), default=1) or 1
     max_total = max((t for _, t, _ in points), default=1) or 1
     dots = [
         {
-            "x": round(pad + (width - pad - 12) * c / max_chips, 1),
-            "y": round(height - pad + 10 - (height - pad - 4) * t / max_total, 1),
+            "x": round(left + (width - left - 12) * c / max_chips, 1),
+            "y": round(height - bottom + 10 - (height - bottom - 14) * t / max_total, 1),
             "capped": k,
         }
         for c, t, k in points
@@ -158,16 +214,20 @@ def proposal_chart(request, pk):
             "max_total": max_total,
             "w": width,
             "h": height,
-            "pad": pad,
-            "axis_y": height - pad + 10,
+            "pad": left,
+            "axis_y": height - bottom + 10,
         },
         content_type="image/svg+xml",
     )
     return body
 
 
-# The file formats name amounts without the unit: "total", not "total_cents".
-EXPORT_HEADER = tuple(f.removesuffix("_cents") for f in proposal_services.LINE_FIELDS)
+# The file formats name amounts without the unit: "total", not "total_cents"; the CSV says
+# the currency on every row, so that a file read on its own is never ambiguous.
+EXPORT_HEADER = (
+    "currency",
+    *(f.removesuffix("_cents") for f in proposal_services.LINE_FIELDS),
+)
 
 
 def _export_rows(proposal):
@@ -190,9 +250,15 @@ def proposal_export_csv(request, pk):
 
     def rows():
         yield writer.writerow(EXPORT_HEADER)
+        currency = proposal.currency
         for row in _export_rows(proposal):
             yield writer.writerow(
-                [*row[:5], *(format_cents(v) for v in row[5:10]), "true" if row[10] else "false"]
+                [
+                    currency,
+                    *row[:5],
+                    *(format_cents(v) for v in row[5:10]),
+                    "true" if row[10] else "false",
+                ]
             )
 
     response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
@@ -217,7 +283,7 @@ def proposal_export_json(request, pk):
     def chunks():
         yield json.dumps(head)[:-1] + ', "lines": ['
         for i, row in enumerate(_export_rows(proposal)):
-            line = dict(zip(EXPORT_HEADER, row, strict=True))
+            line = dict(zip(EXPORT_HEADER[1:], row, strict=True))
             for name in ("buy_in_refund", "next_prize", "chip_equity", "fee_refund", "total"):
                 line[name] = format_cents(line[name])
             yield ("," if i else "") + json.dumps(line)
@@ -255,11 +321,8 @@ def proposal_submit(request, pk):
 @require_http_methods(["GET", "POST"])
 @device_required
 def proposal_approval(request, pk):
-    """The approval page: what is being approved (fingerprint, total), the password again to
-    approve, a reason to reject. Preparer and submitter see no approve button; the service
-    refuses them anyway."""
     proposal = get_proposal_for(request, pk)
-    if request.method != "POST":
+    if request.method == "GET":
         return _approval_page(request, proposal)
     if not has_role(request.user, CAN_DECIDE):
         raise PermissionDenied("Only a manager may approve a proposal.")
@@ -294,6 +357,8 @@ def proposal_reject(request, pk):
             )
         except Refused as exc:
             form.add_error(None, exc.message)
+        except PermissionDenied as exc:
+            return _approval_page(request, proposal, reject_form=form, refused=str(exc), status=403)
         else:
             messages.success(
                 request, "Proposal rejected. It can be prepared again as a new version."
@@ -302,20 +367,39 @@ def proposal_reject(request, pk):
     return _approval_page(request, proposal, reject_form=form, status=400)
 
 
-def _approval_page(request, proposal, *, approve_form=None, reject_form=None, refused=None,
-                   status=200):  # fmt: skip
-    """The approval page; after a refused approval or rejection, the bound form shows again
-    with its errors (`refused` above the approve form)."""
+@role_required(CAN_PREPARE)
+@require_POST
+def proposal_withdraw(request, pk):
+    """The submitter takes the submission back: the proposal returns to draft."""
+    proposal = get_proposal_for(request, pk)
+    try:
+        proposal_services.withdraw_proposal(
+            proposal, acting_user=request.user, reason=request.POST.get("reason", "")
+        )
+    except (Refused, PermissionDenied) as exc:
+        messages.error(request, getattr(exc, "message", None) or str(exc))
+    else:
+        messages.success(request, "Submission withdrawn: the proposal is a draft again.")
+    return redirect("proposal_detail", pk=pk)
+
+
+def _approval_page(
+    request, proposal, *, approve_form=None, reject_form=None, refused=None, status=200
+):
+    """The approval page: what is being approved and why (the incident, the rule, warnings,
+    the money, what changed), the password again to approve, a reason to reject. Preparer and
+    submitter see no decision buttons; the services refuse them anyway."""
     return render(
         request,
         "web/proposal_approval.html",
         {
             "proposal": proposal,
+            "incident": proposal.incident,
             "tournament": proposal.incident.tournament,
             "summary": proposal.summary or {},
             "may_approve": _may_approve(request.user, proposal),
-            "may_reject": proposal.status == Status.SUBMITTED
-            and has_role(request.user, CAN_DECIDE),
+            "may_reject": _may_reject(request.user, proposal),
+            "may_withdraw": _may_withdraw(request.user, proposal),
             "own_proposal": request.user.pk in (proposal.prepared_by_id, proposal.submitted_by_id),
             "approve_form": approve_form
             or ApproveForm(
@@ -324,6 +408,7 @@ def _approval_page(request, proposal, *, approve_form=None, reject_form=None, re
             "reject_form": reject_form or RejectForm(),
             "refused": refused,
             "has_device": mfa.confirmed_device(request.user) is not None,
+            **_decision_context(proposal),
         },
         status=status,
     )

@@ -1,6 +1,7 @@
 from django.contrib import messages
 from django.db.models import Q
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
@@ -17,10 +18,79 @@ from ..forms import CsvImportForm, SnapshotUploadForm
 @role_required(CAN_READ)
 def tournament_list(request):
     q = request.GET.get("q", "").strip()
-    tournaments = Tournament.objects.select_related("current_snapshot")
+    tournaments = Tournament.objects.select_related("current_snapshot").prefetch_related(
+        "incidents__proposals"
+    )
     if q:
         tournaments = tournaments.filter(Q(external_id__icontains=q) | Q(name__icontains=q))
-    return render(request, "web/tournament_list.html", {"tournaments": tournaments[:200], "q": q})
+    rows = [(t, _where_it_stands(t)) for t in tournaments[:200]]
+    return render(request, "web/tournament_list.html", {"rows": rows, "q": q})
+
+
+def _where_it_stands(tournament):
+    """The tournament's status in words, for the list: its live incident and proposal, and
+    "frozen" explained."""
+    incidents = sorted(tournament.incidents.all(), key=lambda i: (i.failed_at, i.pk))
+    incident = incidents[-1] if incidents else None
+    proposal = None
+    if incident is not None:
+        proposal = max(incident.proposals.all(), key=lambda p: p.version, default=None)
+    if tournament.frozen_at is not None:
+        approved = "a proposal was approved"
+        if proposal is not None:
+            approved = f"proposal v{proposal.version} was approved"
+            if proposal.status != "approved":
+                approved += f" (now {proposal.get_status_display().lower()})"
+        words = (
+            f"{approved}: the snapshot it was computed from is final, so no re-import and no "
+            "new incident"
+        )
+        return {
+            "key": "frozen",
+            "label": "Frozen",
+            "words": words,
+            "incident": incident,
+            "proposal": proposal,
+        }
+    if incident is None:
+        return {
+            "key": "none",
+            "label": "No incident",
+            "words": "",
+            "incident": None,
+            "proposal": None,
+        }
+    if incident.status == "open":
+        overdue = timezone.now() > incident.deadline
+        return {
+            "key": "open",
+            "label": "Incident open",
+            "words": "30 minutes passed without play resuming: to be cancelled"
+            if overdue
+            else "waiting for play to resume or the 30 minutes to pass",
+            "incident": incident,
+            "proposal": None,
+        }
+    if incident.status == "resumed":
+        return {
+            "key": "resumed",
+            "label": "Play resumed",
+            "words": "no payout",
+            "incident": incident,
+            "proposal": None,
+        }
+    words = (
+        f"proposal v{proposal.version} {proposal.get_status_display().lower()}"
+        if proposal
+        else "no proposal prepared yet"
+    )
+    return {
+        "key": "cancelled",
+        "label": "Cancelled",
+        "words": words,
+        "incident": incident,
+        "proposal": proposal,
+    }
 
 
 @role_required(CAN_READ)

@@ -104,6 +104,8 @@ class Command(BaseCommand):
         for username, role, password in USERS:
             user, _ = model.objects.get_or_create(username=username)
             user.set_password(password)
+            # Staff e-mails (submitted, approved, overdue...) print on the console backend.
+            user.email = user.email or f"{username}@example.test"
             user.is_superuser = user.is_staff = role is None
             user.save()
             if role:

@@ -1,0 +1,362 @@
+"""Where player statements go: the operator's messaging webhook, or Django's e-mail backend.
+
+Both answer `send(message, content)` with an Outcome: sent (with the remote id), refused (a
+definite "no": needs a human), or raise NotifierStopped (our credentials are refused: stop the
+job) / NotifierUnavailable (kept failing: the job retries later).
+
+The webhook client follows the cashier adapter's rules (ledger/wallets.py, design.md convention
+13): the Idempotency-Key is the same on every try; a refused connection is safe to send again;
+after a timeout or a dropped answer the outcome is unknown, so it asks (GET) before sending
+again; 429 and 5xx wait (Retry-After, else exponential backoff) and retry; 409/422 is a refusal
+for a human; 401/403 stops the job. Unlike the cashier client it keeps one keep-alive
+connection per sending thread: a 100k-player posting is 100k requests. Only the standard
+library (http.client) is used.
+"""
+
+import json
+import logging
+import smtplib
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+
+from .models import Channel
+
+log = logging.getLogger(__name__)
+
+
+class NotifierStopped(Exception):
+    """The messaging service refuses our credentials (401/403): stop the job, fix the config."""
+
+
+class NotifierUnavailable(Exception):
+    """The messaging service kept failing (5xx, 429, refused, unknown outcome): retry later."""
+
+
+@dataclass
+class Outcome:
+    sent: bool
+    remote_id: str = ""
+    error: str = ""
+
+
+@dataclass
+class Content:
+    subject: str
+    text: str
+    html: str
+
+
+class _Unknown(Exception):
+    """Sent, but no answer came back: it may have been delivered."""
+
+
+class _NotSent(Exception):
+    """The request never reached the service: safe to send again."""
+
+
+class _KeepAlive:
+    """A small HTTP/1.1 client over one keep-alive socket. http.client parses every response's
+    headers with the e-mail parser, which is most of a request's cost at 100k messages; this
+    reads the status line, the headers and a Content-Length or chunked body, nothing more."""
+
+    def __init__(self, scheme: str, host: str, port: int | None, timeout: float) -> None:
+        self.scheme, self.host, self.timeout = scheme, host, timeout
+        self.port = port or (443 if scheme == "https" else 80)
+        self.sock: Any = None
+        self.file: Any = None
+
+    @property
+    def connected(self):
+        return self.sock is not None
+
+    def connect(self):
+        sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.scheme == "https":
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
+        self.sock, self.file = sock, sock.makefile("rb")
+
+    def close(self):
+        if self.file is not None:
+            self.file.close()
+        if self.sock is not None:
+            self.sock.close()
+        self.sock = self.file = None
+
+    def send(self, method, path, body, headers):
+        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        lines.append(f"Content-Length: {len(body or b'')}")
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
+
+    def read_response(self):
+        line = self.file.readline(65537)
+        if not line:
+            raise ConnectionError("the server closed the connection without answering")
+        parts = line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
+            raise ValueError(f"not an HTTP status line: {line[:80]!r}")
+        status = int(parts[1])
+        headers = {}
+        while True:
+            line = self.file.readline(65537)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.file.readline(1024).split(b";")[0], 16)
+                if size == 0:
+                    while self.file.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(self.file.read(size))
+                self.file.readline(3)
+            raw = b"".join(chunks)
+        else:
+            length = int(headers.get("content-length", "0"))
+            raw = self.file.read(length) if length else b""
+            if len(raw) < length:
+                raise ConnectionError("the answer was cut short")
+        return status, headers, raw
+
+
+class WebhookNotifier:
+    """POST {NOTIFY_URL}/messages, keyed by player id (docs/notifications.md)."""
+
+    channel = Channel.WEBHOOK
+    claims_before_sending = False  # idempotent: a resend under the same key is harmless
+
+    def __init__(self, base_url, token, *, timeout=10.0, max_tries=8, backoff=0.5, max_wait=30.0):
+        parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
+        self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
+        self.base_path = parsed.path
+        self.endpoint = base_url.rstrip("/") + "/messages"
+        self.token = token
+        self.timeout = timeout
+        self.max_tries = max_tries
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open = []
+
+    def address_for(self, player_id, email):
+        """The webhook is keyed by player id: every player has an address."""
+        return player_id
+
+    # -- one HTTP exchange over this thread's keep-alive connection ----------------------------
+
+    def _connection(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = _KeepAlive(self.scheme, self.host, self.port, self.timeout)
+            with self._lock:
+                self._open.append(conn)
+        return conn
+
+    def _drop(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+        self._local.conn = None
+
+    def close(self):
+        """Close every thread's connection (the job is over)."""
+        with self._lock:
+            open_connections, self._open = self._open, []
+        for conn in open_connections:
+            conn.close()
+        self._local.conn = None
+
+    def _request(self, method, path, body=None, headers=None):
+        """(status, json or None, headers). Raises _NotSent before sending, _Unknown after."""
+        all_headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        all_headers.update(headers or {})
+        for reuse in (True, False):
+            conn = self._connection()
+            fresh = not conn.connected
+            if fresh:
+                try:
+                    conn.connect()
+                except OSError as exc:  # refused, unreachable: nothing was sent
+                    self._drop()
+                    raise _NotSent(str(exc) or type(exc).__name__) from exc
+            try:
+                conn.send(method, self.base_path + path, body, all_headers)
+            except OSError as exc:
+                self._drop()
+                if reuse and not fresh:
+                    # The server had closed this idle keep-alive connection: the request was
+                    # not written, so sending it on a new connection is safe.
+                    continue
+                raise _Unknown(str(exc) or type(exc).__name__) from exc
+            try:
+                status, response_headers, raw = conn.read_response()
+            except (OSError, ValueError) as exc:
+                # Sent, and no answer (timeout, dropped connection -- even an idle keep-alive
+                # closed at this moment looks the same): the outcome is unknown, ask first.
+                self._drop()
+                raise _Unknown(str(exc) or type(exc).__name__) from exc
+            if response_headers.get("connection", "").lower() == "close":
+                self._drop()
+            try:
+                payload = json.loads(raw) if raw else None
+            except ValueError:
+                payload = None
+            return status, payload, response_headers
+        raise _Unknown("connection closed twice")  # pragma: no cover - loop always returns
+
+    def _wait(self, attempt, retry_after=None):
+        delay = min(self.max_wait, self.backoff * (2 ** (attempt - 1)))
+        if retry_after:
+            try:
+                delay = min(self.max_wait, max(0.0, float(retry_after)))
+            except ValueError:
+                pass
+        time.sleep(delay)
+
+    # -- the protocol ------------------------------------------------------------------------------
+
+    def status_of(self, key):
+        """(delivered, id): True, False (never received: safe to send) or None (unknown)."""
+        try:
+            status, payload, _ = self._request(
+                "GET", "/messages/" + urllib.parse.quote(key, safe="")
+            )
+        except (_NotSent, _Unknown):
+            return None, ""
+        if status == 200 and payload is not None:
+            return True, str(payload.get("message_id", ""))
+        if status == 404:
+            return False, ""
+        if status in (401, 403):
+            raise NotifierStopped(f"messaging webhook answered {status}: check NOTIFY_TOKEN")
+        return None, ""
+
+    def send(self, message, content):
+        body = orjson.dumps(
+            {
+                "player_id": message.player_id,
+                "subject": content.subject,
+                "text": content.text,
+                "html": content.html,
+                "reference": f"proposal {message.proposal_id}",
+            }
+        )
+        key = message.idempotency_key
+        headers = {"Idempotency-Key": key, "Content-Type": "application/json"}
+        must_ask_first = False
+        for attempt in range(1, self.max_tries + 1):
+            if must_ask_first:
+                # The last request may have been delivered: ask before sending it again.
+                delivered, remote_id = self.status_of(key)
+                if delivered:
+                    return Outcome(True, remote_id)
+                if delivered is None:
+                    self._wait(attempt)
+                    continue
+                must_ask_first = False
+            try:
+                status, payload, response_headers = self._request(
+                    "POST", "/messages", body, headers
+                )
+            except _NotSent as exc:
+                log.info("messaging webhook not reachable for %s (%s); retrying", key, exc)
+                self._wait(attempt)
+                continue
+            except _Unknown as exc:
+                log.info("no answer from the webhook for %s (%s); asking first", key, exc)
+                must_ask_first = True
+                continue
+            if status in (200, 201, 202):
+                return Outcome(True, str((payload or {}).get("message_id", "")))
+            if status in (409, 422):
+                error = (payload or {}).get("error", "") or f"HTTP {status}"
+                return Outcome(False, error=f"webhook refused ({status}): {error}")
+            if status in (401, 403):
+                raise NotifierStopped(f"messaging webhook refused our token ({status})")
+            if status == 429 or status >= 500:
+                self._wait(attempt, response_headers.get("retry-after"))
+                continue
+            return Outcome(False, error=f"webhook answered an unexpected {status}")
+        raise NotifierUnavailable(f"no confirmation for {key} after {self.max_tries} tries")
+
+
+class EmailNotifier:
+    """Django's e-mail backend, for players whose snapshot entry carries `email`.
+
+    SMTP has no idempotency key and no way to ask whether a message arrived, so the job marks a
+    message `sending` before handing it over: a worker killed in between leaves it `sending`,
+    and the next run lists it as failed ("outcome unknown") for a manager to check and retry,
+    rather than e-mailing the player twice.
+    """
+
+    channel = Channel.EMAIL
+    claims_before_sending = True
+
+    def __init__(self):
+        self.endpoint = settings.EMAIL_BACKEND
+        self._local = threading.local()
+
+    def address_for(self, player_id, email):
+        return email or ""
+
+    def close(self):
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def send(self, message, content):
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = get_connection()
+            conn.open()
+        email = EmailMultiAlternatives(
+            subject=content.subject,
+            body=content.text,
+            to=[message.address],
+            connection=conn,
+            headers={"X-Idempotency-Key": message.idempotency_key},
+        )
+        email.attach_alternative(content.html, "text/html")
+        try:
+            email.send()
+        except smtplib.SMTPRecipientsRefused as exc:  # a definite "no" for this address
+            return Outcome(False, error=f"e-mail refused: {exc}")
+        except OSError as exc:  # the server is down or dropped us (SMTPException is an OSError)
+            self.close()
+            raise NotifierUnavailable(f"e-mail backend: {exc}") from exc
+        except Exception as exc:  # SMTPRecipientsRefused and the like: a definite refusal
+            return Outcome(False, error=f"e-mail refused: {exc}")
+        return Outcome(True, "")
+
+
+def notifier_for(channel):
+    if channel == Channel.WEBHOOK:
+        if not settings.NOTIFY_URL:
+            raise NotifierStopped("the webhook channel needs NOTIFY_URL")
+        return WebhookNotifier(
+            settings.NOTIFY_URL,
+            settings.NOTIFY_TOKEN,
+            timeout=settings.NOTIFY_TIMEOUT,
+            max_tries=settings.NOTIFY_MAX_TRIES,
+            backoff=settings.NOTIFY_BACKOFF,
+        )
+    return EmailNotifier()
+
+
+def configured_channel():
+    return settings.STATEMENT_CHANNEL

@@ -1,0 +1,141 @@
+"""The figures an approver reads beside the total: where the money goes, how it is spread, who
+gets the most, who hit the first-place cap, and what changed since the previous version.
+
+Computed once, when the proposal is prepared, from the engine's columns (a 100k-line proposal
+costs a few milliseconds here and nothing on every page view), and stored on the proposal.
+`from_lines` computes the same from the stored lines, for a proposal prepared before the
+figures were stored.
+"""
+
+from __future__ import annotations
+
+import heapq
+from itertools import compress
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import Count, Max, Min, Sum
+
+if TYPE_CHECKING:
+    from refunds_admin.payouts.rules import LineColumns
+
+    from .models import PayoutProposal
+
+COMPONENTS = ("buy_in_refund", "next_prize", "chip_equity", "fee_refund")
+TOP = 10
+MAX_CAPPED = 50
+MAX_CHANGES = 20
+
+
+def _pool_in(rule: str, summary: dict[str, Any]) -> int:
+    """What went into the pool the lines pay out, from the engine's summary: under rule 1 the
+    buy-ins and fees paid; under rule 2 the remaining prize pool plus the active entries' fees."""
+    if rule == "full_refund":
+        return int(summary.get("buy_in_refunds", 0)) + int(summary.get("fee_refunds", 0))
+    return int(summary.get("remaining_pool", 0)) + int(summary.get("fee_refunds", 0))
+
+
+def _line(columns: LineColumns, i: int) -> dict[str, Any]:
+    return {
+        "entry_id": columns.entry_id[i],
+        "player_id": columns.player_id[i],
+        "screen_name": columns.screen_name[i],
+        "chips": columns.chips[i],
+        "chip_equity": columns.chip_equity[i],
+        "total": columns.total[i],
+        "capped": bool(columns.capped[i]),
+    }
+
+
+def from_columns(
+    columns: LineColumns, *, rule: str, currency: str, summary_cents: dict[str, Any]
+) -> dict[str, Any]:
+    """Figures from the engine's LineColumns (amounts in cents) and its summary (cents)."""
+    totals = columns.total
+    m = len(totals)
+    paid = sorted(t for t in totals if t > 0)
+    capped = list(compress(range(m), columns.capped))
+    top = [i for i in heapq.nlargest(TOP, range(m), key=totals.__getitem__) if totals[i] > 0]
+    return {
+        "currency": currency,
+        "pool_in": _pool_in(rule, summary_cents),
+        "components": {name: sum(getattr(columns, name)) for name in COMPONENTS},
+        "total": sum(totals),
+        "paid_entries": len(paid),
+        "smallest": paid[0] if paid else 0,
+        "median": paid[(len(paid) - 1) // 2] if paid else 0,
+        "largest": paid[-1] if paid else 0,
+        "top": [_line(columns, i) for i in top],
+        "capped_count": len(capped),
+        "capped": [_line(columns, i) for i in capped[:MAX_CAPPED]],
+    }
+
+
+def from_lines(proposal: PayoutProposal, summary_cents: dict[str, Any]) -> dict[str, Any]:
+    """The same figures from the stored lines (SQL), for proposals without stored figures."""
+    lines = proposal.lines.all()
+    sums = lines.aggregate(
+        total=Sum("total_cents"),
+        **{name: Sum(f"{name}_cents") for name in COMPONENTS},
+    )
+    paid = lines.filter(total_cents__gt=0)
+    spread = paid.aggregate(n=Count("id"), smallest=Min("total_cents"), largest=Max("total_cents"))
+    n = spread["n"] or 0
+    median = (
+        paid.order_by("total_cents", "position").values_list("total_cents", flat=True)[(n - 1) // 2]
+        if n
+        else 0
+    )
+
+    def as_line(row):
+        return {
+            "entry_id": row.entry_id,
+            "player_id": row.player_id,
+            "screen_name": row.screen_name,
+            "chips": row.chips,
+            "chip_equity": row.chip_equity_cents,
+            "total": row.total_cents,
+            "capped": row.capped,
+        }
+
+    capped = lines.filter(capped=True).order_by("position")
+    return {
+        "currency": proposal.currency,
+        "pool_in": _pool_in(proposal.rule, summary_cents),
+        "components": {name: sums[name] or 0 for name in COMPONENTS},
+        "total": sums["total"] or 0,
+        "paid_entries": n,
+        "smallest": spread["smallest"] or 0,
+        "median": median,
+        "largest": spread["largest"] or 0,
+        "top": [as_line(r) for r in paid.order_by("-total_cents", "position")[:TOP]],
+        "capped_count": capped.count(),
+        "capped": [as_line(r) for r in capped[:MAX_CAPPED]],
+    }
+
+
+def changes(previous_totals: dict[str, int], columns: LineColumns) -> dict[str, Any]:
+    """Entries added, removed and changed between the previous version's lines
+    ({entry_id: total cents}) and this version's columns, with the largest changes first."""
+    current = dict(zip(columns.entry_id, columns.total, strict=True))
+    added = [e for e in current if e not in previous_totals]
+    removed = [e for e in previous_totals if e not in current]
+    changed = [
+        (e, previous_totals[e], t)
+        for e, t in current.items()
+        if e in previous_totals and previous_totals[e] != t
+    ]
+    rows: list[tuple[str, int | None, int | None]] = [(e, None, current[e]) for e in added]
+    rows += [(e, previous_totals[e], None) for e in removed]
+    rows += changed
+    rows.sort(key=lambda r: (-abs((r[2] or 0) - (r[1] or 0)), r[0]))
+    return {
+        "added": len(added),
+        "removed": len(removed),
+        "changed": len(changed),
+        "total_before": sum(previous_totals.values()),
+        "total_after": sum(current.values()),
+        "largest": [
+            {"entry_id": e, "before": b, "after": a, "delta": (a or 0) - (b or 0)}
+            for e, b, a in rows[:MAX_CHANGES]
+        ],
+    }

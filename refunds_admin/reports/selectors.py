@@ -1,0 +1,132 @@
+"""The finance report: read-only selectors over the ledger's per-posting rows (PostedTotal).
+
+PostedTotal is written by the posting job in the transaction that marks a proposal posted, from
+the credits themselves, so these totals are the ledger's to the cent; the report reads one row
+per posting (about a thousand a year), never the millions of credits. The date range is on the
+day a proposal was posted (UTC), both ends included.
+"""
+
+import statistics
+from collections import defaultdict
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
+
+from django.db.models import Count, Sum
+from django.db.models.functions import TruncMonth
+
+from refunds_admin.accounts.roles import AUDITOR, MANAGER
+from refunds_admin.incidents.models import Incident
+from refunds_admin.ledger.models import CashierDelivery, Credit, PostedTotal
+
+# Who may open the report: finance questions are for managers and auditors.
+CAN_REPORT = {MANAGER, AUDITOR}
+
+CAUSE_LABELS = dict(Incident.Cause.choices)
+
+
+def _window(start, end):
+    qs = PostedTotal.objects.all()
+    if start:
+        qs = qs.filter(posted_at__gte=datetime.combine(start, time.min, tzinfo=UTC))
+    if end:
+        qs = qs.filter(
+            posted_at__lt=datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC)
+        )
+    return qs
+
+
+def finance_report(start=None, end=None):
+    """Refunds paid per month, cause, rule and currency in [start, end] (dates, inclusive).
+
+    Returns rows (month, cause, rule, currency, incidents, players, credits, cents), the totals
+    per currency, the number of incidents and players, and the median time from failure to
+    posted. Players are counted once per incident (a player refunded by two incidents counts
+    twice): the distinct count across incidents would have to read the credits.
+    """
+    qs = _window(start, end)
+    rows = list(
+        qs.annotate(month=TruncMonth("posted_at", tzinfo=UTC))
+        .values("month", "cause", "rule", "currency")
+        .annotate(
+            incidents=Count("proposal__incident_id", distinct=True),
+            players=Sum("players"),
+            credits=Sum("credits"),
+            cents=Sum("cents"),
+        )
+        .order_by("month", "currency", "cause", "rule")
+    )
+    for row in rows:
+        row["cause_label"] = CAUSE_LABELS.get(row["cause"], row["cause"])
+    totals = list(
+        qs.values("currency")
+        .annotate(
+            incidents=Count("proposal__incident_id", distinct=True),
+            players=Sum("players"),
+            credits=Sum("credits"),
+            cents=Sum("cents"),
+        )
+        .order_by("currency")
+    )
+    delays = [
+        (posted - failed).total_seconds()
+        for posted, failed in qs.values_list("posted_at", "failed_at")
+    ]
+    summary = qs.aggregate(
+        incidents=Count("proposal__incident_id", distinct=True), players=Sum("players")
+    )
+    return {
+        "rows": rows,
+        "totals": totals,
+        "incidents": summary["incidents"] or 0,
+        "players": summary["players"] or 0,
+        "postings": len(delays),
+        "median_seconds": statistics.median(delays) if delays else None,
+        "currencies": [t["currency"] for t in totals],
+    }
+
+
+def chart_series(rows, currency):
+    """(months, causes, {(month, cause): cents}) of one currency, for the stacked chart."""
+    values: defaultdict[tuple[Any, str], int] = defaultdict(int)
+    months, causes = set(), set()
+    for row in rows:
+        if row["currency"] != currency:
+            continue
+        month = row["month"].date().replace(day=1)
+        months.add(month)
+        causes.add(row["cause"])
+        values[(month, row["cause"])] += row["cents"]
+    return sorted(months), sorted(causes), values
+
+
+def posting_credits(proposal_id):
+    """A posting's credits with the cashier's reference (when a cashier is configured)."""
+    return (
+        Credit.objects.filter(proposal_id=proposal_id)
+        .order_by("key")
+        .values(
+            "key", "entry_id", "player_id", "component", "currency", "amount_cents", "created_at"
+        )
+    )
+
+
+def cashier_references(keys):
+    """{credit key: (state, cashier credit id)} for these credits."""
+    return {
+        key: (state, ref)
+        for key, state, ref in CashierDelivery.objects.filter(credit_id__in=keys).values_list(
+            "credit_id", "state", "cashier_credit_id"
+        )
+    }
+
+
+def postings(start=None, end=None, limit=200):
+    """The postings in the range, newest first (each links to its credits)."""
+    rows = list(
+        _window(start, end)
+        .select_related("proposal__incident__tournament")
+        .order_by("-posted_at")[:limit]
+    )
+    for row in rows:
+        row.cause_label = CAUSE_LABELS.get(row.cause, row.cause)
+    return rows

@@ -1,0 +1,115 @@
+from datetime import date, timedelta
+
+from django.core.paginator import Paginator
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from refunds_admin.payouts.money import format_cents
+from refunds_admin.reports import chart, selectors
+from refunds_admin.reports.selectors import CAN_REPORT
+
+from ..access import get_proposal_for, role_required
+from ..downloads import attachment, csv_writer
+from ..forms import ReportRangeForm
+
+
+def _range(request):
+    """The report's date range from the query string; by default the last twelve months."""
+    form = ReportRangeForm(request.GET or None)
+    today = timezone.now().date()
+    start: date | None = (today - timedelta(days=365)).replace(day=1)
+    end: date | None = today
+    if form.is_bound and form.is_valid():
+        start = form.cleaned_data["start"] or None
+        end = form.cleaned_data["end"] or None
+    elif not form.is_bound:
+        form = ReportRangeForm(initial={"start": start, "end": end})
+    return form, start, end
+
+
+def _query(start, end, currency=None):
+    parts = [f"start={start or ''}", f"end={end or ''}"]
+    if currency:
+        parts.append(f"currency={currency}")
+    return "&".join(parts)
+
+
+@role_required(CAN_REPORT)
+def finance_report(request):
+    """Refunds paid per month, cause, rule and currency; incidents, players, median time from
+    failure to posted; a stacked chart per currency; CSV export. Managers and auditors."""
+    form, start, end = _range(request)
+    report = selectors.finance_report(start, end) if form.is_valid() or not form.is_bound else None
+    currency = request.GET.get("currency") or (
+        report["currencies"][0] if report and report["currencies"] else ""
+    )
+    median = report and report["median_seconds"]
+    return render(
+        request,
+        "web/finance_report.html",
+        {
+            "form": form,
+            "report": report,
+            "currency": currency,
+            "query": _query(start, end),
+            "chart_query": _query(start, end, currency),
+            "median": _duration(median) if median is not None else "—",
+            "postings": selectors.postings(start, end) if report else [],
+        },
+    )
+
+
+def _duration(seconds):
+    seconds = int(seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    return (f"{days} d " if days else "") + f"{hours} h {minutes:02d} min"
+
+
+@role_required(CAN_REPORT)
+def finance_report_chart(request):
+    form, start, end = _range(request)
+    report = selectors.finance_report(start, end)
+    currency = request.GET.get("currency") or (report["currencies"] or ["USD"])[0]
+    months, causes, values = selectors.chart_series(report["rows"], currency)
+    svg = chart.stacked_months_svg(months, causes, values, currency, selectors.CAUSE_LABELS)
+    return HttpResponse(svg, content_type="image/svg+xml")
+
+
+@role_required(CAN_REPORT)
+def finance_report_csv(request):
+    form, start, end = _range(request)
+    report = selectors.finance_report(start, end)
+    writer = csv_writer()
+
+    def rows():
+        yield writer.writerow(
+            ["month", "cause", "rule", "currency", "incidents", "players", "credits", "amount"]
+        )
+        for r in report["rows"]:
+            yield writer.writerow(
+                [
+                    r["month"].strftime("%Y-%m"), r["cause"], r["rule"], r["currency"],
+                    r["incidents"], r["players"], r["credits"], format_cents(r["cents"]),
+                ]
+            )  # fmt: skip
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = attachment(f"refunds-{start or 'start'}-{end or 'today'}.csv")
+    return response
+
+
+@role_required(CAN_REPORT)
+def posting_credits(request, pk):
+    """Every credit of a posting, with the cashier's reference for each."""
+    proposal = get_proposal_for(request, pk)
+    page = Paginator(selectors.posting_credits(proposal.pk), 200).get_page(request.GET.get("page"))
+    refs = selectors.cashier_references([c["key"] for c in page.object_list])
+    rows = [{**c, "cashier": refs.get(c["key"])} for c in page.object_list]
+    return render(
+        request,
+        "web/posting_credits.html",
+        {"proposal": proposal, "page": page, "rows": rows},
+    )

@@ -1,0 +1,180 @@
+"""Player statements after posting: each credited player told once, through the webhook (a real
+HTTP server on 127.0.0.1 that fails in every way the adapter must survive) or by e-mail."""
+
+import pytest
+from django.core import mail
+from django.core.exceptions import PermissionDenied
+
+from refunds_admin.audit.models import AuditEvent
+from refunds_admin.errors import Refused
+from refunds_admin.notifications import services, staff
+from refunds_admin.notifications.models import StatementJob, StatementMessage
+from refunds_admin.proposals.models import PayoutLine
+from refunds_admin.proposals.services import statement
+from tests.factories import posted_proposal
+from tests.fake_webhook import FakeWebhook
+
+MState = StatementMessage.State
+
+
+@pytest.fixture
+def webhook(settings):
+    with FakeWebhook() as hook:
+        settings.NOTIFY_URL = hook.url
+        settings.NOTIFY_TOKEN = hook.token
+        settings.STATEMENT_CHANNEL = "webhook"
+        settings.NOTIFY_TIMEOUT = 0.3
+        settings.NOTIFY_BACKOFF = 0.01
+        settings.NOTIFY_CONCURRENCY = 3
+        settings.NOTIFY_BATCH_SIZE = 2
+        yield hook
+
+
+def credited(proposal):
+    return dict(
+        PayoutLine.objects.filter(proposal=proposal, total_cents__gt=0).values_list(
+            "player_id", "entry_id"
+        )
+    )
+
+
+def post_and_tell(support, manager, **kwargs):
+    """Post a proposal, derive its statements' outbox from the audit trail, deliver."""
+    proposal = posted_proposal(support, manager, **kwargs)
+    staff.dispatch_events()
+    return proposal, services.deliver_statements(proposal.pk)
+
+
+def test_it_tells_each_credited_player_once_through_the_webhook(support, manager, webhook):
+    proposal, state = post_and_tell(support, manager)
+
+    assert state == StatementJob.State.DONE
+    players = credited(proposal)
+    assert len(players) == 4  # the four active entries; eliminated entries get nothing
+    assert dict(webhook.players_told()) == {p: 1 for p in players}
+    for key, (body,) in webhook.delivered.items():
+        assert key == services.statement_key(proposal.pk, body["player_id"])
+        # The policy's own layout: exactly the text staff see (explain).
+        assert body["text"] == statement(proposal, players[body["player_id"]]) + "\n"
+        assert "Total paid out" in body["html"] and "<table" in body["html"]
+    job = StatementJob.objects.get(proposal=proposal)
+    assert (job.total, job.sent, job.failed, job.no_address) == (4, 4, 0, 0)
+    assert job.endpoint == webhook.url + "/messages"
+    assert set(StatementMessage.objects.filter(job=job).values_list("remote_id", flat=True)) == {
+        f"m-{k}" for k in webhook.delivered
+    }
+    # Running again (a redelivered task) sends nothing more.
+    assert services.deliver_statements(proposal.pk) == StatementJob.State.DONE
+    staff.dispatch_events()
+    assert sum(webhook.posts.values()) == 4
+
+
+def test_it_tells_each_player_once_against_a_failing_webhook(support, manager, webhook):
+    # A CRM that delivers again on every POST: a blind resend would tell a player twice.
+    webhook.ignore_keys = True
+    webhook.script = {
+        "p1": ["500", "500", "429", "ok"],
+        "p2": ["timeout"],  # delivered, then answered too late: must ask before resending
+        "p3": ["drop"],  # delivered, then the connection dropped without an answer
+        "p4": ["409"],  # a definite refusal: for a human
+    }
+    proposal, state = post_and_tell(support, manager)
+
+    assert state == StatementJob.State.DONE
+    assert dict(webhook.players_told()) == {"p1": 1, "p2": 1, "p3": 1}
+    failed = StatementMessage.objects.get(proposal=proposal, state=MState.FAILED)
+    assert failed.player_id == "p4" and "409" in failed.error
+    job = StatementJob.objects.get(proposal=proposal)
+    assert (job.sent, job.failed) == (3, 1)
+
+    with pytest.raises(PermissionDenied):
+        services.retry_statements(proposal, acting_user=support)
+    assert services.retry_statements(proposal, acting_user=manager) == 1
+    assert services.deliver_statements(proposal.pk) == StatementJob.State.DONE
+    assert dict(webhook.players_told()) == {"p1": 1, "p2": 1, "p3": 1, "p4": 1}
+    assert AuditEvent.objects.filter(action="notifications.statements_retried").count() == 1
+    with pytest.raises(Refused):
+        services.retry_statements(proposal, acting_user=manager)  # nothing failed any more
+
+
+def test_it_stops_on_a_refused_token_and_a_manager_resumes(support, manager, webhook, settings):
+    settings.NOTIFY_TOKEN = "wrong"
+    proposal, state = post_and_tell(support, manager)
+    job = StatementJob.objects.get(proposal=proposal)
+    assert state == job.state == StatementJob.State.FAILED
+    assert "401" in job.last_error and not webhook.delivered
+
+    settings.NOTIFY_TOKEN = webhook.token
+    services.retry_statements(proposal, acting_user=manager)
+    assert services.deliver_statements(proposal.pk) == StatementJob.State.DONE
+    assert dict(webhook.players_told()) == {p: 1 for p in credited(proposal)}
+
+
+def test_it_retries_later_while_the_webhook_is_down(support, manager, webhook, settings):
+    settings.NOTIFY_MAX_TRIES = 2
+    webhook.script = {"p2": ["500", "500", "500"]}
+    proposal = posted_proposal(support, manager)
+    staff.dispatch_events()
+    with pytest.raises(Exception, match="no confirmation"):
+        services.deliver_statements(proposal.pk)
+    job = StatementJob.objects.get(proposal=proposal)
+    assert job.state == StatementJob.State.QUEUED and "no confirmation" in job.last_error
+    assert services.deliver_statements(proposal.pk) == StatementJob.State.DONE  # the retry
+    assert dict(webhook.players_told()) == {p: 1 for p in credited(proposal)}
+
+
+def test_it_emails_players_with_an_address_and_lists_the_others(support, manager, settings):
+    settings.STATEMENT_CHANNEL = "email"
+    proposal, state = post_and_tell(
+        support, manager, emails={"e1": "Ann@Example.test", "e3": "cy@example.test"}
+    )
+    assert state == StatementJob.State.DONE
+    statements = [m for m in mail.outbox if "Your refund" in m.subject]
+    assert sorted(m.to[0] for m in statements) == ["Ann@Example.test", "cy@example.test"]
+    ann = next(m for m in statements if m.to == ["Ann@Example.test"])
+    assert ann.body == statement(proposal, "e1") + "\n"
+    assert ann.alternatives[0].mimetype == "text/html"
+    missing = StatementMessage.objects.filter(proposal=proposal, state=MState.NO_ADDRESS)
+    assert sorted(missing.values_list("player_id", flat=True)) == ["p2", "p4"]
+    job = StatementJob.objects.get(proposal=proposal)
+    assert (job.total, job.sent, job.no_address) == (2, 2, 2)
+
+
+def test_it_lists_an_email_left_sending_by_a_killed_worker_instead_of_resending(
+    support, manager, settings
+):
+    settings.STATEMENT_CHANNEL = "email"
+    proposal = posted_proposal(support, manager, emails={"e1": "a@example.test"})
+    staff.dispatch_events()
+    # What a worker killed between the claim and the mail server's answer leaves behind.
+    StatementMessage.objects.filter(proposal=proposal).exclude(state=MState.NO_ADDRESS).update(
+        state=MState.SENDING
+    )
+    services.deliver_statements(proposal.pk)
+    message = StatementMessage.objects.get(proposal=proposal, player_id="p1")
+    assert message.state == MState.FAILED and "outcome unknown" in message.error
+    assert not [m for m in mail.outbox if "Your refund" in m.subject]
+
+
+def test_it_refuses_an_invalid_email_in_the_snapshot(support):
+    from tests.factories import import_doc
+
+    with pytest.raises(Refused, match=r"entries\[0\] \(e1\)\.email"):
+        import_doc(support, emails={"e1": "not an address"})
+
+
+def test_a_manager_retries_failed_statements_from_the_outbox_page(
+    client, support, manager, webhook
+):
+    from django.urls import reverse
+
+    webhook.script = {"p3": ["409"]}
+    proposal, _ = post_and_tell(support, manager)
+    client.force_login(manager)
+    page = client.get(reverse("statement_outbox", args=[proposal.pk]) + "?show=failed")
+    assert "Retry failed statements" in page.text and "409" in page.text
+    response = client.post(reverse("statement_retry", args=[proposal.pk]), follow=True)
+    assert "1 failed statement queued again." in response.text
+    # The after-commit kick did not run in this test's transaction: the task would run it.
+    assert services.deliver_statements(proposal.pk) == StatementJob.State.DONE
+    assert webhook.players_told()["p3"] == 1
