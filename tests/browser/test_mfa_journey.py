@@ -37,6 +37,9 @@ def test_a_manager_enrols_and_approves_only_with_a_code(
     )
     context.set_default_timeout(15000)
     page = context.new_page()
+    # Approving asks "cannot be undone?" (window.confirm): the manager says yes.
+    questions = []
+    page.on("dialog", lambda dialog: (questions.append(dialog.message), dialog.accept()))
     try:
         # Signing in sends a manager without an authenticator to enrol one.
         page.goto(f"/accounts/login/?next=/proposals/{proposal.pk}/approval/")
@@ -78,6 +81,7 @@ def test_a_manager_enrols_and_approves_only_with_a_code(
         shot(page, "mfa-approval")
         page.click("button:has-text('Approve')")
         page.wait_for_selector("text=Proposal approved")
+        assert "cannot be undone" in questions[-1]
         proposal.refresh_from_db()
         assert proposal.status != PayoutProposal.Status.SUBMITTED
     finally:
