@@ -4,12 +4,20 @@ import json
 import random
 
 
-def make_snapshot(active, eliminated=0, *, in_the_money=False, seed=7, external_id=None):
+def make_snapshot(
+    active, eliminated=0, *, in_the_money=False, seed=7, external_id=None, paid=None,
+    one_row_per_place=False, chip_leader=False,
+):  # fmt: skip
+    """`paid` places (default: one in seven entries; all the active ones when in_the_money);
+    `one_row_per_place` writes the prize table as one {"place": n} row per paid place, as some
+    platforms export it; `chip_leader` gives the first entry enough chips to hit the first-place
+    cap (the hard snapshot of issue 15: 100k active, 200k eliminated, 50k paid places)."""
     rng = random.Random(seed)
     total_entries = active + eliminated
-    paid = max(2, total_entries // 7)
-    if in_the_money:
-        paid = max(paid, active)
+    if paid is None:
+        paid = max(2, total_entries // 7)
+        if in_the_money:
+            paid = max(paid, active)
     # A decreasing prize table: first place 20% of the pool, the rest falling off.
     prizes = []
     amount = 2_000_000_00
@@ -19,7 +27,11 @@ def make_snapshot(active, eliminated=0, *, in_the_money=False, seed=7, external_
     start = 10
     while start <= paid:
         end = min(paid, start * 2)
-        prizes.append({"places": [start, end], "amount": f"{amount // 100}.{amount % 100:02d}"})
+        text = f"{amount // 100}.{amount % 100:02d}"
+        if one_row_per_place:
+            prizes.extend({"place": p, "amount": text} for p in range(start, end + 1))
+        else:
+            prizes.append({"places": [start, end], "amount": text})
         amount = max(amount * 4 // 5, 10_00)
         start = end + 1
     entries = []
@@ -28,6 +40,8 @@ def make_snapshot(active, eliminated=0, *, in_the_money=False, seed=7, external_
         entry = {"entry_id": f"e{i:07d}", "player_id": f"p{i:07d}", "screen_name": f"player{i}"}
         if i < active:
             chips = rng.randint(1_000, 200_000)
+            if chip_leader and i == 0:
+                chips = 2_000_000_000  # far above everyone: capped at first prize
             chips_total += chips
             entry.update(status="active", chips=chips)
         else:
@@ -48,6 +62,14 @@ def make_snapshot(active, eliminated=0, *, in_the_money=False, seed=7, external_
         "entries": entries,
         "incident": {"failed_at": "2026-11-29T21:14:00Z", "site_wide_issue": False},
     }
+
+
+def make_hard_snapshot(active=100_000, **kwargs):
+    """Issue 15's hard snapshot: twice as many eliminated entries as active ones, half as many
+    paid places as active entries (one prize row each), and a chip leader held at the cap."""
+    return make_snapshot(
+        active, 2 * active, paid=active // 2, one_row_per_place=True, chip_leader=True, **kwargs
+    )
 
 
 def write_snapshot(path, *args, **kwargs):

@@ -5,6 +5,8 @@ costs several seconds on PostgreSQL, which the staff member would wait for.
 """
 
 import gc
+import re
+import secrets
 
 from django.db import connection
 from psycopg.copy import QueuedLibpqWriter
@@ -103,3 +105,171 @@ def postgres_only(sql):
             schema_editor.execute(sql, params=None)
 
     return run
+
+
+# --------------------------------------------------------------------------------------------
+# One partition per parent row, indexed after the COPY (PostgreSQL)
+# --------------------------------------------------------------------------------------------
+#
+# A proposal's 100k lines are written once and read many times (the breakdown pages sort and
+# search them by six keys). Inserting them into a table that already carries those indexes
+# maintains each index row by row, in random key order: about 0.3 s per index per 100k rows,
+# most of the time of preparing a proposal. A fresh table indexed after the COPY sorts each key
+# once instead. So the line table is partitioned by proposal (migration proposals/0005): each proposal's
+# lines are copied into a bare table of their own, indexed, then attached as its partition;
+# preparing again swaps the partition instead of deleting 100k index entries one by one.
+
+_INDEX_DEF = re.compile(r"^CREATE (UNIQUE )?INDEX \S+ ON ONLY \S+ (USING .*)$")
+
+
+def partition_bound(cursor, table, key):
+    """The partitions of `table` that hold `key` (usually one), by name."""
+    cursor.execute(
+        """
+        SELECT c.relname FROM pg_inherits i
+        JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = %s::regclass
+          AND pg_get_expr(c.relpartbound, c.oid) = %s
+        """,
+        [table, f"FOR VALUES IN ('{int(key)}')"],
+    )
+    return [name for (name,) in cursor.fetchall()]
+
+
+def copy_into_partition(model, key_column, key, columns, rows, *, meanwhile=None):
+    """PostgreSQL: write `rows` as the whole partition of `model`'s table for `key` (replacing
+    the one it had), inside the caller's transaction. Returns `meanwhile()`'s result (see
+    insert_rows).
+
+    The rows go into a bare table (the parent's columns, defaults and checks, plus a check that
+    pins `key_column` to `key`, so that attaching it needs no scan); its indexes are built after
+    the COPY, each from one sort, and its statistics gathered; the old partition, if any, is
+    dropped and the new one attached
+    at the very end, so that the parent is locked only for that moment. Nothing else can refer
+    to the rows: the caller holds the parent row (`key`) locked and wrote the check pinning it.
+    """
+    table = model._meta.db_table
+    qn = connection.ops.quote_name
+    key = int(key)
+    part = f"{table}_p{key}_{secrets.token_hex(3)}"
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with connection.cursor() as cursor, connection.wrap_database_errors:
+            cursor.execute(
+                f"CREATE TABLE {qn(part)} (LIKE {qn(table)} INCLUDING DEFAULTS INCLUDING "
+                f"CONSTRAINTS, CONSTRAINT {qn(part + '_key')} CHECK ({qn(key_column)} = {key}))"
+            )
+            result = _copy(part, columns, rows, meanwhile)
+            _build_indexes_like(cursor, table, part)
+            # Statistics now, not whenever autovacuum comes by: without them the planner guesses
+            # a fresh partition holds a few hundred rows and sorts 100k lines for a keyset page
+            # (55 ms instead of 0.2 ms for "sorted by chips").
+            cursor.execute(f"ANALYZE {qn(part)}")
+            for old in partition_bound(cursor, table, key):
+                cursor.execute(f"DROP TABLE {qn(old)}")
+            cursor.execute(
+                f"ALTER TABLE {qn(table)} ATTACH PARTITION {qn(part)} FOR VALUES IN ({key})"
+            )
+        return result
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _build_indexes_like(cursor, parent, part):
+    """On the bare table `part`, the indexes and unique constraints of the partitioned `parent`,
+    so that attaching `part` adopts them instead of building them under the parent's lock."""
+    qn = connection.ops.quote_name
+    cursor.execute(
+        """
+        SELECT pg_get_indexdef(x.indexrelid), con.contype, pg_get_constraintdef(con.oid)
+        FROM pg_index x LEFT JOIN pg_constraint con ON con.conindid = x.indexrelid
+            AND con.conrelid = x.indrelid
+        WHERE x.indrelid = %s::regclass ORDER BY x.indexrelid
+        """,
+        [parent],
+    )
+    for n, (indexdef, contype, condef) in enumerate(cursor.fetchall()):
+        name = qn(f"{part}_{n}")
+        if contype in ("p", "u"):
+            cursor.execute(f"ALTER TABLE {qn(part)} ADD CONSTRAINT {name} {condef}")
+            continue
+        m = _INDEX_DEF.match(indexdef)
+        if m is None:  # not a shape we know: attaching builds it (correct, only slower)
+            continue
+        cursor.execute(f"CREATE {m.group(1) or ''}INDEX {name} ON {qn(part)} {m.group(2)}")
+
+
+def partition_table(schema_editor, table, key_column):
+    """Migration step (PostgreSQL only): turn `table` into a table partitioned by list of
+    `key_column`, with one partition per existing key and an empty default partition.
+
+    The model does not change: indexes and constraints keep their names, the primary key becomes
+    (key_column, id) because a partitioned table's must hold the partition key, and ids keep
+    coming from one sequence. The table's own triggers (the statement-level foreign key, and any
+    other statement trigger such as one refusing changes) move to the new parent.
+    """
+    connection = schema_editor.connection
+    if connection.vendor != "postgresql":
+        return
+    old = f"{table}_unpartitioned"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = %s::regclass "
+            "AND NOT tgisinternal ORDER BY tgname",
+            [table],
+        )
+        triggers = [d.replace(f" ON public.{table} ", f" ON {table} ") for (d,) in cursor]
+        cursor.execute(f"ALTER TABLE {table} RENAME TO {old}")
+        cursor.execute(f"ALTER TABLE {old} ALTER id DROP IDENTITY")
+        cursor.execute(
+            """
+            SELECT c.relname, pg_get_indexdef(x.indexrelid), con.contype,
+                   pg_get_constraintdef(con.oid)
+            FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+            LEFT JOIN pg_constraint con ON con.conindid = x.indexrelid AND con.conrelid = x.indrelid
+            WHERE x.indrelid = %s::regclass ORDER BY c.relname
+            """,
+            [old],
+        )
+        indexes = cursor.fetchall()
+        for n, (name, _, contype, _) in enumerate(indexes):  # free the names for the parent
+            if contype == "p":
+                cursor.execute(f'ALTER TABLE {old} DROP CONSTRAINT "{name}"')
+            else:
+                cursor.execute(f'ALTER INDEX "{name}" RENAME TO "{old}_{n}"')
+        cursor.execute(
+            f"CREATE TABLE {table} (LIKE {old} INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
+            f"PARTITION BY LIST ({key_column})"
+        )
+        cursor.execute(f"CREATE SEQUENCE {table}_id_seq OWNED BY {table}.id")
+        cursor.execute(f"ALTER TABLE {table} ALTER id SET DEFAULT nextval('{table}_id_seq')")
+        cursor.execute(
+            f"SELECT setval('{table}_id_seq', COALESCE(MAX(id), 0) + 1, false) FROM {old}"
+        )
+        for name, indexdef, contype, condef in indexes:
+            if contype == "p":
+                cursor.execute(
+                    f'ALTER TABLE {table} ADD CONSTRAINT "{name}" PRIMARY KEY ({key_column}, id)'
+                )
+            elif contype == "u":
+                cursor.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {condef}')
+            else:
+                cursor.execute(re.sub(r" ON (\S+\.)?" + old + " ", f" ON {table} ", indexdef))
+        cursor.execute(f"CREATE TABLE {table}_default PARTITION OF {table} DEFAULT")
+        cursor.execute(f"SELECT DISTINCT {key_column} FROM {old} ORDER BY 1")
+        for (key,) in cursor.fetchall():
+            part = f"{table}_p{int(key)}_0"
+            cursor.execute(
+                f"CREATE TABLE {part} (LIKE {table} INCLUDING DEFAULTS INCLUDING CONSTRAINTS, "
+                f"CONSTRAINT {part}_key CHECK ({key_column} = {int(key)}))"
+            )
+            cursor.execute(f"INSERT INTO {part} SELECT * FROM {old} WHERE {key_column} = %s", [key])
+            _build_indexes_like(cursor, table, part)
+            cursor.execute(
+                f"ALTER TABLE {table} ATTACH PARTITION {part} FOR VALUES IN ({int(key)})"
+            )
+        cursor.execute(f"DROP TABLE {old}")
+        for trigger in triggers:
+            cursor.execute(trigger)

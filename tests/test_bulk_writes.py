@@ -4,10 +4,12 @@ keys are checked once per statement by a trigger, and must still hold like forei
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from refunds_admin.bulk import insert_rows
+from refunds_admin.bulk import insert_rows, partition_bound
+from refunds_admin.proposals import services as proposals
+from refunds_admin.proposals.models import PayoutLine
 from refunds_admin.tournaments.models import Entry
 
-from .factories import import_doc
+from .factories import draft_proposal, import_doc
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -54,3 +56,35 @@ def test_it_refuses_lines_of_a_proposal_that_does_not_exist(support):
                 " chip_equity_cents, fee_refund_cents, total_cents, capped)"
                 " VALUES (424242, 0, 'e1', 'p1', '', 'active', 1, 0, 0, 0, 0, 0, false)"
             )
+
+
+def _partitions(table, key):
+    with connection.cursor() as cursor:
+        names = partition_bound(cursor, table, key)
+        counts = []
+        for name in names:
+            cursor.execute("SELECT count(*) FROM pg_index WHERE indrelid = %s::regclass", [name])
+            counts.append(cursor.fetchone()[0])
+        cursor.execute("SELECT count(*) FROM pg_index WHERE indrelid = %s::regclass", [table])
+        return names, counts, cursor.fetchone()[0]
+
+
+def test_it_writes_each_proposal_into_its_own_indexed_partition_and_swaps_it_on_prepare(support):
+    """Lines are copied into a bare table, indexed after the COPY and attached as the proposal's
+    partition (docs/performance.md); preparing again swaps the partition, never leaving two."""
+    proposal = draft_proposal(support)
+    names, counts, parent_indexes = _partitions("proposals_payoutline", proposal.pk)
+    assert len(names) == 1 and counts == [parent_indexes] and parent_indexes == 8
+    first = list(proposal.lines.order_by("position").values_list("entry_id", "total_cents"))
+
+    again = proposals.prepare_proposal(proposal.incident, acting_user=support)
+    new_names, counts, _ = _partitions("proposals_payoutline", again.pk)
+    assert again.pk == proposal.pk and len(new_names) == 1 and new_names != names
+    assert counts == [parent_indexes]
+    assert list(again.lines.order_by("position").values_list("entry_id", "total_cents")) == first
+    # The partition's unique constraints hold like the table's.
+    with pytest.raises(IntegrityError), transaction.atomic():
+        PayoutLine.objects.filter(proposal=again, position=1).update(position=0)
+
+    entries, counts, parent_indexes = _partitions("tournaments_entry", again.snapshot_id)
+    assert len(entries) == 1 and counts == [parent_indexes]

@@ -11,6 +11,8 @@ from refunds_admin.payouts.snapshot import (
     EntryColumns,
     _parse_entries_in_bulk,
     _parse_entries_one_by_one,
+    _parse_prizes_in_bulk,
+    _parse_prizes_one_by_one,
     _Problems,
 )
 
@@ -229,3 +231,62 @@ def test_it_validates_nearly_valid_entries_the_same_way_in_bulk_and_one_by_one(r
         # The bulk path may give up on valid input (it then costs time, not correctness),
         # but for plain valid entries like these it should not.
         raise AssertionError(f"bulk path gave up on valid entries: {raw}")
+
+
+PRIZE_KEYS = ["place", "places", "amount", "non_cash", "description"]
+ODD_PRIZE_VALUES = st.one_of(
+    ODD_VALUES,
+    st.integers(0, 4),
+    st.lists(st.integers(0, 5), max_size=3),
+    st.sampled_from(["0", "0.00", "5.00", "10", "10.5", "1.001"]),
+)
+
+
+@st.composite
+def nearly_valid_prize_tables(draw):
+    """A prize table that is usually valid (places 1..P, as single places or ranges, never
+    rising), sometimes with one odd value, a gap, a repeated place or a rising prize."""
+    rows, place, amount = [], 1, draw(st.integers(1, 10_000))
+    for _ in range(draw(st.integers(1, 6))):
+        width = draw(st.integers(1, 3))
+        text = cents(amount)
+        if width == 1 and draw(st.booleans()):
+            row = {"place": place, "amount": text}
+        else:
+            row = {"places": [place, place + width - 1], "amount": text}
+        if draw(st.booleans()):
+            row["non_cash"] = draw(st.booleans())
+        if draw(st.booleans()):
+            row["description"] = draw(
+                st.sampled_from(["", "ticket", "package", "line\nbreak", "x" * 300])
+            )
+        rows.append(row)
+        place += width
+        amount = draw(st.integers(0, amount))
+    if draw(st.booleans()):
+        target = draw(st.sampled_from(rows))
+        target[draw(st.sampled_from(PRIZE_KEYS))] = draw(ODD_PRIZE_VALUES)
+    if draw(st.booleans()):
+        draw(st.randoms()).shuffle(rows)
+    return rows
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        nearly_valid_prize_tables(),
+        st.lists(
+            st.dictionaries(st.sampled_from(PRIZE_KEYS), ODD_PRIZE_VALUES, max_size=5), max_size=5
+        ),
+    ),
+    st.integers(1, 25),
+)
+def test_it_validates_prize_tables_the_same_way_in_bulk_and_row_by_row(raw, last_place):
+    """The fast column-wise prize check may only accept what the row-by-row check accepts, with
+    the same rows and the same amount per place."""
+    bulk = _parse_prizes_in_bulk(raw, last_place)
+    problems = _Problems()
+    slow = _parse_prizes_one_by_one(raw, problems, last_place)
+    if bulk is not None:
+        assert not problems, problems.items
+        assert bulk == slow

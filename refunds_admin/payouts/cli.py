@@ -7,15 +7,15 @@ without setting up Django, which would cost more than computing 100k entries.
 
 import argparse
 import gc
-import json
 import sys
 from collections.abc import Sequence
-from json.encoder import encode_basestring
 from typing import Protocol, TextIO
+
+import orjson
 
 from ._gc import paused_gc
 from .money import format_cents, format_cents_column
-from .rules import LineColumns, Proposal, compute_proposal
+from .rules import Proposal, compute_proposal
 from .snapshot import SnapshotError, parse_snapshot
 from .statement import explain
 
@@ -111,34 +111,47 @@ def write_proposal_json(proposal: Proposal, out: Writer, *, fingerprint: bool = 
 
 
 def _write_proposal_json(proposal: Proposal, out: Writer, fingerprint: bool) -> None:
+    # One pass over the columns builds one small dict per line, and orjson serialises the whole
+    # document in C: a 250k-line proposal costs a fraction of a second instead of a second of
+    # per-line string formatting. The same document as `Proposal.to_json()`, amounts as strings.
     doc = proposal.to_json(with_lines=False, with_fingerprint=fingerprint)
+    c = proposal.columns
     amounts = _CentsText()
-    head = json.dumps(doc, indent=1, ensure_ascii=False)
-    out.write(head[:-2] + ',\n "lines": [\n')
-    columns = proposal.columns
-    total = len(columns.entry_id)
-    for start in range(0, total, 16384):
-        w = LineColumns._make(col[start : start + 16384] for col in columns)
-        text = ",\n".join(
-            map(
-                _LINE.format,
-                map(encode_basestring, w.entry_id), map(encode_basestring, w.player_id), w.status,
-                w.chips, map(amounts.__getitem__, w.buy_in_refund),
-                map(amounts.__getitem__, w.next_prize), format_cents_column(w.chip_equity),
-                map(amounts.__getitem__, w.fee_refund), format_cents_column(w.total),
-                map(_BOOL.__getitem__, w.capped),
-            )
+    doc["lines"] = [
+        {
+            "entry_id": entry_id,
+            "player_id": player_id,
+            "status": status,
+            "chips": chips,
+            "buy_in_refund": buy_in,
+            "next_prize": next_prize,
+            "chip_equity": equity,
+            "fee_refund": fee,
+            "total": total,
+            "capped": capped,
+        }  # fmt: skip
+        for entry_id, player_id, status, chips, buy_in, next_prize, equity, fee, total, capped in zip(
+            c.entry_id,
+            c.player_id,
+            c.status,
+            c.chips,
+            map(amounts.__getitem__, c.buy_in_refund),
+            map(amounts.__getitem__, c.next_prize),
+            format_cents_column(c.chip_equity),
+            map(amounts.__getitem__, c.fee_refund),
+            format_cents_column(c.total),
+            c.capped,
         )  # fmt: skip
-        out.write(text)
-        out.write(",\n" if start + 16384 < total else "\n")
-    out.write(" ]\n}\n")
-
-
-_LINE = (
-    '  {{"entry_id": {}, "player_id": {}, "status": "{}", "chips": {}, "buy_in_refund": "{}", '
-    '"next_prize": "{}", "chip_equity": "{}", "fee_refund": "{}", "total": "{}", "capped": {}}}'
-)
-_BOOL = {True: "true", False: "false"}
+    ]
+    text = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    del doc
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None and out is sys.stdout:
+        out.flush()
+        buffer.write(text)  # the bytes as they are: no second copy as str
+        buffer.flush()
+    else:
+        out.write(text.decode())
 
 
 class _CentsText(dict[int, str]):

@@ -4,15 +4,14 @@ Pure: snapshot + incident facts in, proposal out. Integer cents and integer comp
 (exact shares are `E' * chips / C`, kept as integer numerator and common denominator).
 """
 
-import hashlib
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
 from functools import cached_property
 from itertools import compress, islice, repeat
-from operator import add, eq, mul
+from operator import add, and_, eq, floordiv, is_not, le, mod, mul, ne, not_, or_, sub, truth
 from typing import Any, NamedTuple
 
 from ._gc import paused_gc
@@ -160,6 +159,8 @@ def fingerprint_lines(
     with amounts in cents, in snapshot order: the engine's lines and the stored PayoutLine rows
     give the same fingerprint. Strings are length-prefixed so that no id can imitate another line.
     """
+    import hashlib  # here, not at the top: compute_payouts starts faster without OpenSSL
+
     h = hashlib.sha256()
     h.update(fingerprint_header(external_id, currency, rule).encode())
     remaining = iter(rows)
@@ -396,7 +397,7 @@ def share_chip_equity(
     capped = [False] * n
     remaining = pool
     total_chips = sum(chips)
-    headroom = [cap - g for g in guaranteed]
+    headroom = list(map(sub, repeat(cap, n), guaranteed))
 
     def passes_cap(k: int) -> bool:
         # guaranteed + remaining * chips / total_chips > cap, in integers
@@ -440,12 +441,20 @@ def share_chip_equity(
         raise SnapshotError(
             [Problem("tournament.prizes", "the pool exceeds what the first-place cap allows")]
         )
-    if total_chips:
-        uncapped = [k for k in range(n) if not capped[k]] if any(capped) else range(n)
+    if total_chips and not any(capped):  # the usual case: everyone shares, column by column
+        equity = round_shares(remaining, total_chips, chips, entry_ids)
+    elif total_chips:
+        # The uncapped entries that hold chips share the rest. An entry without chips would get
+        # 0 with a remainder of 0, and never a leftover cent: fewer cents are left over than
+        # there are non-zero remainders, so the threshold remainder is above 0.
+        sharers = list(compress(range(n), map(and_, map(truth, chips), map(not_, capped))))
         shares = round_shares(
-            remaining, total_chips, [chips[k] for k in uncapped], [entry_ids[k] for k in uncapped]
+            remaining,
+            total_chips,
+            list(map(chips.__getitem__, sharers)),
+            list(map(entry_ids.__getitem__, sharers)),
         )
-        for k, share in zip(uncapped, shares, strict=True):
+        for k, share in zip(sharers, shares, strict=True):
             equity[k] = share
     return equity, capped, total_chips, remaining
 
@@ -457,8 +466,10 @@ def round_shares(pool: int, total_chips: int, chips: list[int], entry_ids: list[
     to the larger chip count, then to the smaller entry_id by code point. Remainders are compared
     as integers over the common denominator total_chips: no rounding error can creep in.
     """
-    floors, remainders = zip(*map(divmod, map(pool.__mul__, chips), repeat(total_chips)))
-    shares = list(floors)
+    products = list(map(pool.__mul__, chips))
+    shares = list(map(floordiv, products, repeat(total_chips)))
+    remainders = list(map(mod, products, repeat(total_chips)))
+    del products
     leftover = pool - sum(shares)
     if leftover:
         # The leftover-th largest remainder is the threshold: everything above it gets a cent;
@@ -478,7 +489,8 @@ def _warnings(snapshot: Snapshot, proposal: Proposal) -> list[str]:
     n = proposal.summary["active"]
     last_paid = snapshot.last_paid_place
     e = snapshot.columns
-    carried = [a for a in e.prize_awarded if a is not None]
+    none_awarded = e.prize_awarded.count(None) == len(e.prize_awarded)
+    carried = [] if none_awarded else [a for a in e.prize_awarded if a is not None]
     if carried:
         expected = sum(snapshot.place_amounts[n:last_paid]) if n < last_paid else 0
         awarded = sum(carried)
@@ -491,11 +503,18 @@ def _warnings(snapshot: Snapshot, proposal: Proposal) -> list[str]:
                 f"entries left and {last_paid} paid places none should have been awarded yet"
             )
     per_entry = []
-    for entry_id, status, finish_place, prize in zip(
-        e.entry_id, e.status, e.finish_place, e.prize_awarded
-    ):
-        if status == ACTIVE or finish_place is None:
-            continue
+    # Only eliminated entries with a finish place can disagree: find them column by column (a
+    # snapshot may list hundreds of thousands of eliminated entries, nearly all in order).
+    m = len(e.entry_id)
+    placed = map(is_not, e.finish_place, repeat(None))
+    candidates = list(compress(range(m), map(and_, placed, map(ne, e.status, repeat(ACTIVE)))))
+    places: Iterator[Any] = map(e.finish_place.__getitem__, candidates)  # never None here
+    prizes = map(e.prize_awarded.__getitem__, candidates)
+    early = map(le, places, repeat(n))
+    suspects = compress(candidates, map(or_, early, map(is_not, prizes, repeat(None))))
+    for k in suspects:
+        entry_id, finish_place, prize = e.entry_id[k], e.finish_place[k], e.prize_awarded[k]
+        assert finish_place is not None
         if finish_place <= n:
             per_entry.append(
                 f"entry {entry_id} finished {finish_place}, but {n} entries are still active"

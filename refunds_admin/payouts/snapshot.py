@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from functools import cached_property
-from itertools import compress, repeat
-from operator import eq
+from itertools import compress, islice, repeat
+from operator import contains, eq, ge, xor
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
@@ -92,8 +92,9 @@ class Instant:
         return cls(at=value, exact=exact)
 
 
-@dataclass(frozen=True, slots=True)
-class PrizeRow:
+class PrizeRow(NamedTuple):
+    """One row of the prize table: a place or a range of places, amount in cents."""
+
     place_from: int
     place_to: int
     amount: int
@@ -244,6 +245,7 @@ class _Problems:
 
 
 _MISSING = object()
+_PRIZE_KEYS = frozenset({"place", "places", "amount", "non_cash", "description"})
 _BULK_KEYS = frozenset(
     {"entry_id", "player_id", "screen_name", "status", "chips", "finish_place",
      "prize_awarded", "buy_in_paid", "fee_paid", "email"}
@@ -396,6 +398,8 @@ def _parse_emails(raw: object, problems: _Problems) -> dict[str, str]:
     """{entry_id: address} for the entries carrying the optional `email` field ("" = none)."""
     if not isinstance(raw, list):
         return {}
+    if set(map(type, raw)) == {dict} and not any(map(contains, raw, repeat("email"))):
+        return {}  # the usual case, checked in C: no entry carries an e-mail address
     emails: dict[str, str] = {}
     for i, e in enumerate(raw):
         if not isinstance(e, dict) or "email" not in e:
@@ -572,6 +576,18 @@ def _parse_prizes(
     if not isinstance(raw, list):
         problems.add("tournament.prizes", f"must be a JSON array, not a JSON {_json_type(raw)}")
         return [], []
+    bulk = _parse_prizes_in_bulk(raw, last_place)
+    if bulk is not None:
+        return bulk
+    # Something is unusual: check row by row, to name every problem precisely.
+    return _parse_prizes_one_by_one(raw, problems, last_place)
+
+
+def _parse_prizes_one_by_one(
+    raw: list[Any], problems: _Problems, last_place: int = MAX_PLACE
+) -> tuple[list[PrizeRow], list[int]]:
+    """Row by row, naming every problem. `last_place`: no prize range may reach beyond it (the
+    number of entries, where the document's bounds check it)."""
     rows = []
     by_place: dict[int, tuple[int, int]] = {}  # place -> (amount, index in prizes)
     ok = True
@@ -874,8 +890,12 @@ def _parse_entries_in_bulk(
     def column(key: str, default: object = None) -> list[Any]:
         return list(map(dict.get, raw, repeat(key, n), repeat(default, n)))
 
-    def present(key: str) -> int:
-        return sum(map(dict.__contains__, raw, repeat(key, n)))
+    counted: dict[str, int] = {}
+
+    def present(key: str) -> int:  # how many entries give `key` (counted once per key)
+        if key not in counted:
+            counted[key] = sum(map(dict.__contains__, raw, repeat(key, n)))
+        return counted[key]
 
     ids, players, statuses = column("entry_id"), column("player_id"), column("status")
     screens, chips, finish = column("screen_name", ""), column("chips"), column("finish_place")
@@ -956,7 +976,95 @@ def _bulk_amounts(
         or not all(map(_AMOUNT.fullmatch, stated))
     ):
         return None
+    cents = _amounts_of(stated)
+    if cents is None:
+        return None
+    if len(stated) == n:
+        return list[int | _Default](cents)
+    given = iter(cents)
+    return [default if v is None else next(given) for v in values]
+
+
+def _amounts_of(texts: list[str]) -> list[int] | None:
+    """Cents for a column of amount strings, each distinct text parsed once (prize levels, buy-ins
+    and fees repeat); None when one is not a plain amount."""
     try:
-        return [default if v is None else parse_amount(v) for v in values]
+        cents = {text: parse_amount(text) for text in set(texts)}
     except AmountError:
         return None
+    return list(map(cents.__getitem__, texts))
+
+
+# What the bulk path leaves to the row-by-row check: descriptions longer than a database column
+# holds, or holding control characters (the row-by-row check names them; docs/snapshot-limits.md).
+_DESCRIPTION_MAX = 255
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _parse_prizes_in_bulk(
+    raw: list[Any], last_place: int = MAX_PLACE
+) -> tuple[list[PrizeRow], list[int]] | None:
+    """The row-by-row checks of `_parse_prizes`, column by column, for a well-formed table.
+
+    Platforms that export one row per paid place send tens of thousands of rows; here they cost
+    a few C-level passes. Like the entries' bulk path it only ever accepts: anything unusual
+    (an odd type, a gap, a place listed twice, a rising prize) returns None and the row-by-row
+    check names the problem.
+    """
+    n = len(raw)
+    if n == 0 or set(map(type, raw)) != {dict} or not all(map(_PRIZE_KEYS.issuperset, raw)):
+        return None
+    is_single = list(map(dict.__contains__, raw, repeat("place", n)))
+    is_range = list(map(dict.__contains__, raw, repeat("places", n)))
+    if not all(map(xor, is_single, is_range)):
+        return None  # both or neither
+    texts: list[Any] = list(map(dict.get, raw, repeat("amount", n)))
+    non_cash = list(map(dict.get, raw, repeat("non_cash", n), repeat(False, n)))
+    descriptions = list(map(dict.get, raw, repeat("description", n), repeat("", n)))
+    if (
+        set(map(type, texts)) != {str}
+        or not all(map(_AMOUNT.fullmatch, texts))
+        or not set(map(type, non_cash)) <= {bool}
+        or not set(map(type, descriptions)) <= {str}
+        or max(map(len, descriptions)) > _DESCRIPTION_MAX
+        or _CONTROL_CHARACTER.search("".join(descriptions))
+    ):
+        return None
+    amounts = _amounts_of(texts)
+    if amounts is None:
+        return None
+    place_from: list[Any] = list(map(dict.get, raw, repeat("place", n)))
+    place_to = place_from.copy()
+    singles = list(compress(place_from, is_single))
+    if singles and (
+        set(map(type, singles)) != {int} or min(singles) < 1 or max(singles) > MAX_PLACE
+    ):
+        return None
+    # Every place the table lists, with its amount: the single places, then each range expanded.
+    places = singles
+    place_amounts = list(compress(amounts, is_single))
+    for i in compress(range(n), is_range):  # ranges are few: a loop is fine
+        pair = raw[i]["places"]
+        if not (type(pair) is list and len(pair) == 2 and all(map(_is_int, pair))):
+            return None
+        first, last = pair
+        if not 1 <= first <= last <= min(MAX_PLACE, last_place):
+            return None
+        place_from[i], place_to[i] = first, last
+        places.extend(range(first, last + 1))
+        place_amounts.extend(repeat(amounts[i], last - first + 1))
+    # Places 1 to the last one listed, each exactly once (anything else: a gap or a place listed
+    # twice, which the row-by-row check names).
+    count = len(places)
+    if max(places) != count or len(set(places)) != count:
+        return None
+    by_place = dict(zip(places, place_amounts))
+    table = list(map(by_place.__getitem__, range(1, count + 1)))
+    if table[0] <= 0 or not all(map(ge, table, islice(table, 1, None))):
+        return None  # no paid place, or a place paying more than the one before it
+    # The prizes never rise, so the unpaid places (0.00) are all at the end.
+    last_paid = count - table.count(0)
+    rows = list(
+        map(PrizeRow._make, zip(place_from, place_to, amounts, non_cash, descriptions, strict=True))
+    )
+    return rows, table[:last_paid]

@@ -19,13 +19,13 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import insert_rows
+from refunds_admin.bulk import copy_into_partition, insert_rows
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.incidents.models import Incident
 from refunds_admin.incidents.services import rule_sentence
@@ -113,6 +113,13 @@ def _insert_lines(
         repeat(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund, c.total, c.capped,
     )  # fmt: skip
+    if connection.vendor == "postgresql":
+        # The proposal's own partition, indexed after the COPY; it replaces the lines of the
+        # proposal prepared before, if any (refunds_admin/bulk.py, docs/performance.md).
+        return copy_into_partition(
+            PayoutLine, "proposal_id", proposal.pk, _LINE_COLUMNS, rows, meanwhile=meanwhile
+        )
+    PayoutLine.objects.filter(proposal=proposal)._raw_delete(proposal._state.db)
     return insert_rows(PayoutLine, _LINE_COLUMNS, rows, meanwhile=meanwhile)
 
 
@@ -211,8 +218,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     before = None
     if live is not None:
         before = _facts(live)
-        # Replace in place: the old lines go, the row keeps its id and version.
-        PayoutLine.objects.filter(proposal=live)._raw_delete(live._state.db)
+        # Replace in place: the row keeps its id and version; _insert_lines replaces the lines.
         for name, value in fields.items():
             setattr(live, name, value)
         live.save()

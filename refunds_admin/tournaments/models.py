@@ -78,7 +78,16 @@ class Snapshot(models.Model):
 class PrizePlace(models.Model):
     """One paid place of a snapshot's prize table (ranges are expanded to one row per place)."""
 
-    snapshot = models.ForeignKey(Snapshot, on_delete=models.CASCADE, related_name="prize_places")
+    # Some platforms send one prize row per paid place (50k rows for a large field): like the
+    # entries, the foreign key is checked once per COPY by a trigger (migration 0005), and the
+    # unique (snapshot, place) index serves lookups by snapshot.
+    snapshot = models.ForeignKey(
+        Snapshot,
+        on_delete=models.CASCADE,
+        related_name="prize_places",
+        db_index=False,
+        db_constraint=False,
+    )
     place = models.PositiveIntegerField()
     amount_cents = models.BigIntegerField(
         help_text="Cash value; a non-cash prize counts at its stated value."

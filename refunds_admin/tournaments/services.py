@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -25,7 +25,7 @@ from refunds_admin import payouts as engine
 from refunds_admin.accounts.roles import CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import insert_rows
+from refunds_admin.bulk import copy_into_partition, insert_rows
 from refunds_admin.errors import Refused
 from refunds_admin.payouts import SnapshotError, parse_snapshot
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
@@ -238,7 +238,12 @@ def _insert_entries(
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
         map(_email_of(emails or {}), c.entry_id),
     )  # fmt: skip
-    insert_rows(Entry, ENTRY_COLUMNS_IN_DB, rows)
+    if connection.vendor == "postgresql":
+        # The snapshot's own partition, indexed after the COPY (refunds_admin/bulk.py,
+        # docs/performance.md): a new snapshot version never has entries yet.
+        copy_into_partition(Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, rows)
+    else:
+        insert_rows(Entry, ENTRY_COLUMNS_IN_DB, rows)
 
 
 def export_snapshot(tournament: Tournament) -> str:

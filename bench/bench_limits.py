@@ -1,0 +1,358 @@
+"""Issue 15's table: every heavy step against a floor measured in the same run, at 100k and 250k.
+
+The machine is shared and its speed swings by half from one minute to the next, so no step is
+judged by seconds alone: each is divided by a floor that does the same amount of plain work on the
+same data, measured right next to it.
+
+| step | floor | goal |
+|---|---|---|
+| `compute_payouts FILE` (whole command, a process) | `python -c` stdlib `json.load` + `json.dump` of the same file (a process) | 1.0x |
+| `compute_payouts` at 250k | the same command at 100k, same run | 2.6x |
+| `import_snapshot` | `orjson.loads` + COPY of the same entry rows into a bare table | 3x |
+| `prepare_proposal`, and preparing again | `orjson.loads` + COPY of as many line rows into a bare table | 2.5x |
+| import, prepare, approve + post at 250k | the same step at 100k, same run | 2.6x |
+| peak RSS of `compute_payouts` / of the import (100k) | - | 400 / 600 MB |
+
+BENCH_RUNS (default 3) runs of each; the table gives min and median of the time and of the ratio
+(each run's time divided by the floor measured in that run; for the 250k rows, by the 100k
+figure of the same run: runs go through every snapshot in turn). BENCH_SIZES=100000 skips 250k;
+BENCH_PARTS=engine or BENCH_PARTS=workflow runs one half.
+The workflow steps need PostgreSQL (DATABASE_URL); they run in a throwaway test database.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from gen_snapshot import make_hard_snapshot, make_snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+SIZES = tuple(int(s) for s in os.environ.get("BENCH_SIZES", "100000,250000").split(","))
+KINDS = ("easy", "hard")
+
+_rows = []  # (step, size, floor label, times, ratios, goal, unit)
+
+
+def _k(n):
+    return f"{n // 1000}k"
+
+
+def _document(kind, active, *, external_id=None, relative_start=False):
+    if kind == "easy":
+        doc = make_snapshot(active, active // 5, external_id=external_id)
+    else:
+        doc = make_hard_snapshot(active, external_id=external_id)
+    if relative_start:
+        # Started four hours ago, so that a failure 3 h 14 min in is in the past.
+        doc.pop("incident")
+        starts_at = datetime.now(UTC) - timedelta(hours=4)
+        doc["tournament"]["starts_at"] = starts_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return doc
+
+
+def _file(kind, active):
+    OUT.mkdir(exist_ok=True)
+    path = OUT / f"limits-{kind}-{active}.json"
+    if not path.exists():
+        with open(path, "w") as fh:
+            json.dump(_document(kind, active), fh)
+    return path
+
+
+def _process(args, stdout=subprocess.DEVNULL):
+    """Wall time and peak RSS (MB) of one child process."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr.read().decode()[-500:])
+    proc.stderr.close()
+    return elapsed, usage.ru_maxrss / 1024
+
+
+_FLOOR = "import json, sys; json.dump(json.load(open(sys.argv[1])), open('/dev/null', 'w'))"
+
+
+def _add(step, size, floor, times, ratios, goal, unit="x"):
+    _rows.append((step, size, floor, times, ratios, goal, unit))
+
+
+def _engine():
+    # Run by run, every snapshot in turn, so that each run's figures share the machine's mood.
+    times, floors, rss = {}, {}, {}
+    for _ in range(RUNS):
+        for kind in KINDS:
+            for active in SIZES:
+                path = _file(kind, active)
+                floor, _ = _process([sys.executable, "-c", _FLOOR, str(path)])
+                took, peak = _process([sys.executable, "manage.py", "compute_payouts", str(path)])
+                times.setdefault((kind, active), []).append(took)
+                floors.setdefault((kind, active), []).append(floor)
+                rss[kind, active] = max(rss.get((kind, active), 0.0), peak)
+    for kind in KINDS:
+        for active in SIZES:
+            path = _file(kind, active)
+            took, floor = times[kind, active], floors[kind, active]
+            _add(
+                f"compute_payouts, {kind} ({path.stat().st_size / 1e6:.0f} MB)",
+                active, "stdlib json load+dump", took,
+                [t / f for t, f in zip(took, floor, strict=True)], 1.0,
+            )  # fmt: skip
+            if active == 100_000:
+                _add(f"  peak RSS of compute_payouts, {kind}", active, "-", [rss[kind, active]],
+                     None, 400, "MB")  # fmt: skip
+        if (kind, 100_000) in times and (kind, 250_000) in times:
+            small, big = times[kind, 100_000], times[kind, 250_000]
+            _add(
+                f"compute_payouts, {kind}, 250k / 100k", 250_000, "100k of the same run", big,
+                [b / s for b, s in zip(big, small, strict=True)], 2.6,
+            )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------
+# Workflow steps on PostgreSQL
+# ------------------------------------------------------------------------------------------------
+
+
+def _postgres():
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+
+
+def _users():
+    from django.contrib.auth.models import Group, User
+
+    users = {}
+    for name, role in (("bench_support", "support"), ("bench_manager", "manager"),
+                       ("bench_manager2", "manager")):  # fmt: skip
+        user, _ = User.objects.get_or_create(username=name)
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+        users[name] = user
+    return users
+
+
+def _copy_floor(raw, table_like, columns, make_rows):
+    """orjson.loads of the document + COPY of rows built from its entries into a bare table
+    (the same columns as `table_like`, written to the WAL like them; no index, no constraint,
+    no trigger)."""
+    import orjson
+    from django.db import connection, transaction
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                # A plain (logged) table, as the real ones; rolled back below.
+                f"CREATE TABLE bench_floor AS "
+                f"SELECT {', '.join(columns)} FROM {table_like} WITH NO DATA"
+            )
+            started = time.perf_counter()
+            doc = orjson.loads(raw)
+            pg = cursor.cursor
+            with pg.copy(f"COPY bench_floor ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in make_rows(doc["entries"]):
+                    copy.write_row(row)
+            elapsed = time.perf_counter() - started
+        transaction.set_rollback(True)
+    return elapsed
+
+
+_ENTRY_COLUMNS = ("snapshot_id", "position", "entry_id", "player_id", "screen_name", "status",
+                  "chips", "buy_in_paid_cents", "fee_paid_cents", "finish_place",
+                  "prize_awarded_cents")  # fmt: skip
+_LINE_COLUMNS = ("proposal_id", "position", "entry_id", "player_id", "screen_name", "status",
+                 "chips", "buy_in_refund_cents", "next_prize_cents", "chip_equity_cents",
+                 "fee_refund_cents", "total_cents", "capped")  # fmt: skip
+
+
+def _entry_rows(entries):
+    for i, e in enumerate(entries):
+        yield (1, i, e["entry_id"], e["player_id"], e.get("screen_name", ""), e["status"],
+               e.get("chips", 0), 10000, 900, e.get("finish_place"), None)  # fmt: skip
+
+
+def _line_rows(entries):
+    for i, e in enumerate(entries):
+        yield (1, i, e["entry_id"], e["player_id"], e.get("screen_name", ""), e["status"],
+               e.get("chips", 0), 10000, 0, 12345, 900, 23245, False)  # fmt: skip
+
+
+def _one_workflow(kind, active, run, users, post):
+    """Import, prepare, prepare again, approve + post one fresh tournament; seconds per step and
+    the floors of the same run."""
+    from refunds_admin.incidents import services as incidents
+    from refunds_admin.ledger import services as ledger
+    from refunds_admin.ledger.models import PostingJob
+    from refunds_admin.proposals import services as proposals
+    from refunds_admin.proposals.models import PayoutLine
+    from refunds_admin.tournaments import services as tournaments
+    from refunds_admin.tournaments.models import Entry
+
+    doc = _document(kind, active, external_id=f"LIMITS-{kind}-{active}-{run}-{os.getpid()}",
+                    relative_start=True)  # fmt: skip
+    raw = json.dumps(doc).encode()
+    lines = len(doc["entries"])
+    del doc
+    t = {}
+    t["floor_import"] = _copy_floor(raw, Entry._meta.db_table, _ENTRY_COLUMNS, _entry_rows)
+    t["floor_lines"] = _copy_floor(raw, PayoutLine._meta.db_table, _LINE_COLUMNS, _line_rows)
+    started = time.perf_counter()
+    snapshot = tournaments.import_snapshot(raw, acting_user=users["bench_support"], source="cli")
+    t["import"] = time.perf_counter() - started
+    tournament = snapshot.tournament
+    incident = incidents.record_incident(
+        tournament, failed_at=tournament.starts_at + timedelta(hours=3, minutes=14),
+        cause="server_crash", description="benchmark", acting_user=users["bench_support"],
+    )  # fmt: skip
+    incidents.declare_not_resumable(
+        incident, reason="benchmark", acting_user=users["bench_manager"]
+    )
+    tournaments._PARSED.clear()  # as after a fresh start: the parse is part of the figure
+    started = time.perf_counter()
+    proposal = proposals.prepare_proposal(incident, acting_user=users["bench_support"])
+    t["prepare"] = time.perf_counter() - started
+    assert proposal.lines_count == lines
+    started = time.perf_counter()
+    proposal = proposals.prepare_proposal(incident, acting_user=users["bench_support"])
+    t["prepare_again"] = time.perf_counter() - started
+    if post:
+        proposal = proposals.submit_proposal(proposal, acting_user=users["bench_support"])
+        started = time.perf_counter()
+        proposals.approve_proposal(
+            proposal, acting_user=users["bench_manager2"], fingerprint=proposal.fingerprint
+        )
+        job = PostingJob.objects.get(proposal=proposal)
+        if job.state != "posted":  # with REDIS_URL the kick went to a queue: post right here
+            ledger.post_proposal(proposal.pk)
+            job.refresh_from_db()
+        t["post"] = time.perf_counter() - started
+        assert job.state == "posted", job.last_error
+    return t, raw, lines
+
+
+def _import_rss(raw, size):
+    """Peak RSS of `manage.py import_snapshot` in its own process, against the bench database."""
+    from django.db import connection
+
+    path = OUT / f"limits-import-{size}.json"
+    doc = json.loads(raw)
+    doc["tournament"]["external_id"] += "-RSS"
+    path.write_text(json.dumps(doc))
+    del doc
+    name = connection.settings_dict["NAME"]
+    url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + name
+    env = dict(os.environ, DATABASE_URL=url)
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "import_snapshot", str(path)], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(proc.stderr.read().decode()[-500:])
+    proc.stderr.close()
+    path.unlink()
+    return time.perf_counter() - started, usage.ru_maxrss / 1024
+
+
+def _workflow():
+    from django.db import connection
+    from django.test.utils import setup_databases, teardown_databases
+
+    if not _postgres():
+        print("   workflow steps skipped: they need PostgreSQL (set DATABASE_URL=postgres://...)")
+        return
+    old = setup_databases(verbosity=0, interactive=False, keepdb=False)
+    try:
+        users = _users()
+        results, lines, rss = {}, {}, None
+        for run in range(RUNS):  # run by run, every snapshot in turn (see _engine)
+            for kind in KINDS:
+                for active in SIZES:
+                    post = kind == "easy"  # end to end (approve + post) on the easy snapshots
+                    t, raw, lines[kind, active] = _one_workflow(kind, active, run, users, post)
+                    results.setdefault((kind, active), []).append(t)
+                    if rss is None and kind == "easy" and active == 100_000:
+                        rss = _import_rss(raw, active)[1]
+                    del raw
+        steps = [("import", "floor_import", 3.0, "orjson + COPY of the entries"),
+                 ("prepare", "floor_lines", 2.5, "orjson + COPY of as many lines"),
+                 ("prepare_again", "floor_lines", 2.5, "orjson + COPY of as many lines")]  # fmt: skip
+        for kind in KINDS:
+            for active in SIZES:
+                runs, n = results[kind, active], lines[kind, active]
+                for step, floor, goal, label in steps:
+                    _add(f"{step.replace('_', ' ')}, {kind} ({n:,} rows)", active, label,
+                         [t[step] for t in runs], [t[step] / t[floor] for t in runs], goal)  # fmt: skip
+                if "post" in runs[0]:
+                    _add(f"approve + post, {kind} ({n:,} lines)", active, "-",
+                         [t["post"] for t in runs], None, None, "s")  # fmt: skip
+                if rss is not None and kind == "easy" and active == 100_000:
+                    _add("  peak RSS of import_snapshot (a process)", active, "-", [rss], None,
+                         600, "MB")  # fmt: skip
+            if (kind, 100_000) in results and (kind, 250_000) in results:
+                small, big = results[kind, 100_000], results[kind, 250_000]
+                for step in ("import", "prepare", "prepare_again", "post"):
+                    if step in big[0]:
+                        _add(f"{step.replace('_', ' ')}, {kind}, 250k / 100k", 250_000,
+                             "100k of the same run", [b[step] for b in big],
+                             [b[step] / s[step] for b, s in zip(big, small, strict=True)], 2.6)  # fmt: skip
+    finally:
+        connection.close()
+        teardown_databases(old, verbosity=0)
+
+
+def _print():
+    print(
+        f"   {RUNS} runs each; time and ratio as min / median; ratio = time / floor of the same run"
+    )
+    head = f"   {'step':<52} {'size':>5}  {'floor':<30} {'time s (min/med)':>17}  {'ratio (min/med)':>15}  {'goal':>7}"  # noqa: E501
+    print(head)
+    print("   " + "-" * (len(head) - 3))
+    for step, size, floor, times, ratios, goal, unit in _rows:
+        if unit == "MB":
+            value = f"{max(times):.0f} MB"
+            verdict = "ok" if max(times) <= goal else "OVER"
+            print(
+                f"   {step:<52} {_k(size):>5}  {floor:<30} {value:>17}  {'':>15}  <= {goal} MB {verdict}"
+            )  # noqa: E501
+            continue
+        tm = f"{min(times):.2f} / {statistics.median(times):.2f}"
+        if ratios is None:
+            print(f"   {step:<52} {_k(size):>5}  {floor:<30} {tm:>17}")
+            continue
+        rm = f"{min(ratios):.2f} / {statistics.median(ratios):.2f}"
+        verdict = "ok" if statistics.median(ratios) <= goal else (
+            "ok at best" if min(ratios) <= goal else "OVER")  # fmt: skip
+        print(f"   {step:<52} {_k(size):>5}  {floor:<30} {tm:>17}  {rm:>15}  <= {goal}x {verdict}")  # noqa: E501
+
+
+PARTS = os.environ.get("BENCH_PARTS", "engine,workflow").split(",")
+
+
+def bench_limits():
+    try:
+        if "engine" in PARTS:
+            _engine()
+        if "workflow" in PARTS:
+            _workflow()
+    finally:
+        _print()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "refunds_admin.settings")
+    bench_limits()
