@@ -5,6 +5,7 @@ real Celery worker on Redis. Helpers fail loudly on values they cannot read.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -74,6 +75,9 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "csp",
+    "axes",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
     "refunds_admin.accounts",
     "refunds_admin.audit",
     "refunds_admin.ops",
@@ -101,10 +105,19 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "refunds_admin.web.timezones.StaffTimezoneMiddleware",
+    # Last: turns a sign-in refused by the lockout policy into the 429 page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# Sign-in: the lockout policy first (refunds_admin/accounts/signin.py), then the password.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "refunds_admin.urls"
@@ -187,15 +200,35 @@ CONTENT_SECURITY_POLICY = {
 }
 
 LOGIN_URL = "login"
+LOGIN_URL_PATH = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
-# Uploaded snapshots of 100k+ entries are tens of MB.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 200 * 1024 * 1024)
+# Uploaded snapshots of 100k+ entries are tens of MB; a document may be 100 MB at most
+# (payouts.snapshot.MAX_DOCUMENT_BYTES, docs/snapshot-limits.md), plus room for the form fields.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 101 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024)
 
-# The cache counts failed sign-ins (login rate limiting): shared through Redis when there is one,
-# so every web process sees the same count; per process otherwise.
+# One lockout policy (django-axes) for the sign-in page, the admin's sign-in and the approval's
+# re-authentication: AXES_FAILURE_LIMIT failures for one (normalised username, address) pair lock
+# that pair out for AXES_COOLOFF_TIME. Counted in the database, so every web process agrees.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_USERNAME_CALLABLE = "refunds_admin.accounts.signin.username_for_lockout"
+AXES_CLIENT_IP_CALLABLE = "refunds_admin.accounts.signin.client_address"
+AXES_LOCKOUT_CALLABLE = "refunds_admin.accounts.signin.lockout_response"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+
+# Two-factor (TOTP, django-otp) for managers and superusers: docs/security.md.
+OTP_TOTP_ISSUER = env("OTP_TOTP_ISSUER", "refunds_admin")
+# A code is accepted within one 30-second step either side of the server's clock; the window
+# does not follow a drifting phone (keeps "which codes are valid now" simple and predictable).
+OTP_TOTP_SYNC = False
+
+# The cache: shared through Redis when there is one, so every web process sees the same;
+# per process otherwise.
 if env("REDIS_URL"):
     CACHES = {
         "default": {
@@ -338,5 +371,7 @@ LOGGING = {
         # Django's own "django" logger has a console handler of its own: don't print twice.
         "django": {"handlers": [], "level": "INFO"},
         "django.db.backends": {"level": "WARNING"},
+        # Every sign-in is logged at INFO by django-axes; lockouts are warnings (and audited).
+        "axes": {"level": "WARNING"},
     },
 }

@@ -82,14 +82,22 @@ def support(db, django_user_model):
     return _user(django_user_model, "sam_support", "support")
 
 
+def _enrolled(user):
+    """Managers sign decisions with a second factor: the personas have their app enrolled."""
+    from tests.factories import enrol_device
+
+    enrol_device(user)
+    return user
+
+
 @pytest.fixture
 def manager(db, django_user_model):
-    return _user(django_user_model, "maria_manager", "manager")
+    return _enrolled(_user(django_user_model, "maria_manager", "manager"))
 
 
 @pytest.fixture
 def other_manager(db, django_user_model):
-    return _user(django_user_model, "otto_manager", "manager")
+    return _enrolled(_user(django_user_model, "otto_manager", "manager"))
 
 
 @pytest.fixture
@@ -129,3 +137,23 @@ def _append_only_tables_let_the_test_database_be_emptied(request):
         return  # a `db` test: rolled back, no flush
     with connection.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")
+
+
+@pytest.fixture
+def superuser(db, django_user_model):
+    """A superuser (user and role management in the Django admin), authenticator enrolled."""
+    return _enrolled(django_user_model.objects.create_superuser("root", password="pw-root"))
+
+
+@pytest.fixture
+def admin_client(client, superuser):
+    """A client signed in to the Django admin through its own sign-in form: password and a
+    current code from the superuser's authenticator (OTPAdminSite)."""
+    from tests.factories import totp_code
+
+    response = client.post(
+        "/admin/login/?next=/admin/",
+        {"username": "root", "password": "pw-root", "otp_token": totp_code(superuser)},
+    )
+    assert response.status_code == 302, response.content[:3000]
+    return client

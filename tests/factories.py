@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
+from refunds_admin.accounts import mfa
 from refunds_admin.incidents import services as incidents
 from refunds_admin.ledger import services as ledger
 from refunds_admin.payouts.money import format_cents
@@ -23,8 +24,18 @@ ACTIVE_CHIPS = [40_000, 30_000, 20_000, 10_000]
 
 
 def snapshot_doc(
-    external_id="T-1", *, starts_at=None, active_chips=None, eliminated=6, emails=None, **extra
+    external_id="T-1",
+    *,
+    starts_at=None,
+    active_chips=None,
+    eliminated=6,
+    emails=None,
+    entry_fields=None,
+    **extra,
 ):
+    """The standard tournament; `emails` {entry_id: address}, `entry_fields` {index: {field:
+    value}} changes single entries (a hostile screen name, an id with a slash), `extra` the
+    tournament's fields."""
     starts_at = starts_at or timezone.now() - timedelta(hours=2)
     chips = active_chips or ACTIVE_CHIPS
     entries = [
@@ -48,6 +59,8 @@ def snapshot_doc(
     for entry in entries:
         if emails and entry["entry_id"] in emails:
             entry["email"] = emails[entry["entry_id"]]
+    for index, fields in (entry_fields or {}).items():
+        entries[index].update(fields)
     doc = {
         "format": "tournament-snapshot/1",
         "tournament": {
@@ -366,6 +379,21 @@ def active(n, chips):
 def out(n, **extra):
     """An eliminated entry e<n> of player p<n> (for engine_doc)."""
     return {"entry_id": f"e{n}", "player_id": f"p{n}", "status": "eliminated", **extra}
+
+
+def enrol_device(user):
+    """The user's authenticator app, enrolled as on the enrolment page: a new device confirmed
+    with a real code computed from its key."""
+    device = mfa.start_enrolment(user)
+    return mfa.confirm_device(device, mfa.code_for(device), acting_user=user)
+
+
+def totp_code(user):
+    """A current code of the user's confirmed device that it has not accepted yet (what the
+    app shows), computed from the device's key."""
+    device = mfa.confirmed_device(user)
+    device.refresh_from_db()
+    return mfa.code_for(device)
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,11 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def superuser_client(client, django_user_model, support):
+def superuser_client(admin_client, support):
     proposals.prepare_proposal(cancelled_incident(support), acting_user=support)
-    django_user_model.objects.create_superuser("root", password="pw-root")
-    client.login(username="root", password="pw-root")
-    return client
+    return admin_client
 
 
 WORKFLOW_MODELS = [

@@ -4,7 +4,7 @@ create_api_client are tested with proposals and the API)."""
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import authenticate
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -54,7 +54,20 @@ def test_it_loads_the_demo_once_and_prints_working_logins(capsys):
         ("admin", "admin-demo-pass"),
     ]:
         assert f"{username} / {password}" in out
-        assert authenticate(username=username, password=password) is not None
+        assert get_user_model().objects.get(username=username).check_password(password)
+    # Managers and the superuser have an authenticator, and the command prints a working code.
+    from refunds_admin.accounts import mfa
+
+    for username in ("manager", "manager2", "admin"):
+        user = get_user_model().objects.get(username=username)
+        device = mfa.confirmed_device(user)
+        assert f"{username}: key {mfa.secret(device)}" in out
+        with pytest.raises(CommandError, match="DEBUG is off"):
+            call_command("totp_code", username)  # tests run with DEBUG off, like production
+        call_command("totp_code", username, yes_i_am_the_operator=True)
+        code = capsys.readouterr().out.strip()
+        assert mfa.verify_code(user, code) == device
+    assert mfa.confirmed_device(get_user_model().objects.get(username="support")) is None
     assert Incident.objects.get(status="open").tournament.external_id == "UP-EX-2"
     cancelled = Incident.objects.get(status="cancelled")
     assert PayoutProposal.objects.get(incident=cancelled).status == "draft"

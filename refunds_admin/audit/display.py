@@ -88,7 +88,75 @@ def _ledger_posted(e, before, after):
     return f"Proposal {e.object_id} posted{booked}, matching the approved total to the cent"
 
 
+def _changes(before, after):
+    """ "is_staff False → True, email '' → 'a@b'": what a change of a user or client did."""
+    return ", ".join(f"{k} {before.get(k)!r} → {after.get(k)!r}" for k in after) or "no change"
+
+
+def _list_change(field):
+    def sentence(e, before, after):
+        old, new = set(before.get(field) or []), set(after.get(field) or [])
+        parts = [f"+{n}" for n in sorted(new - old)] + [f"-{n}" for n in sorted(old - new)]
+        what = {"groups": "roles", "user_permissions": "permissions", "permissions": "permissions"}
+        owner = "group" if e.object_type == "group" else "user"
+        return (
+            f"{e.actor_name} changed the {what[field]} of {owner} {e.object_id}: "
+            f"{' '.join(parts)} (now: {', '.join(sorted(new)) or 'none'})"
+        )
+
+    return sentence
+
+
+def _signin(e, before, after):
+    return (
+        f"Sign-in locked out for {after.get('username')!r} from {after.get('ip') or e.ip or '?'} "
+        f"after {after.get('failures', '?')} failed attempts ({after.get('where', 'sign-in')})"
+    )
+
+
+ACCESS_SENTENCES = {
+    "user.created": lambda e, b, a: (
+        f"{e.actor_name} created user {a.get('username')!r}"
+        + (" (superuser)" if a.get("is_superuser") else "")
+        + (" (staff)" if a.get("is_staff") and not a.get("is_superuser") else "")
+    ),
+    "user.changed": lambda e, b, a: f"{e.actor_name} changed user {e.object_id}: {_changes(b, a)}",
+    "user.deleted": lambda e, b, a: f"{e.actor_name} deleted user {b.get('username')!r}",
+    "user.groups_changed": _list_change("groups"),
+    "user.permissions_changed": _list_change("user_permissions"),
+    "group.permissions_changed": _list_change("permissions"),
+    "group.created": lambda e, b, a: f"{e.actor_name} created role {a.get('name')!r}",
+    "group.renamed": lambda e, b, a: (
+        f"{e.actor_name} renamed role {b.get('name')!r} to {a.get('name')!r}"
+    ),
+    "group.deleted": lambda e, b, a: f"{e.actor_name} deleted role {b.get('name')!r}",
+    "permission.created": lambda e, b, a: (
+        f"{e.actor_name} created permission {a.get('permission')}"
+    ),
+    "permission.changed": lambda e, b, a: (
+        f"{e.actor_name} changed permission {a.get('permission')}"
+    ),
+    "permission.deleted": lambda e, b, a: (
+        f"{e.actor_name} deleted permission {b.get('permission')}"
+    ),
+    "api_client.changed": lambda e, b, a: (
+        f"{e.actor_name} changed API client {e.object_id}: {_changes(b, a)}"
+    ),
+    "api_client.deleted": lambda e, b, a: f"{e.actor_name} deleted API client {b.get('name')}",
+    "signin.locked_out": _signin,
+    "mfa.device_confirmed": lambda e, b, a: (
+        f"{e.actor_name} confirmed an authenticator app ({a.get('device')}) for two-factor sign-in"
+    ),
+    "mfa.device_unconfirmed": lambda e, b, a: (
+        f"{e.actor_name} switched off authenticator app {a.get('device')} of user {e.object_id}"
+    ),
+    "mfa.device_removed": lambda e, b, a: (
+        f"{e.actor_name} removed authenticator app {b.get('device')} of user {b.get('user')}"
+    ),
+}
+
 SENTENCES = {
+    **ACCESS_SENTENCES,
     "snapshot.imported": _snapshot_imported,
     "api_client.created": lambda e, b, a: (
         f"{e.actor_name} created API client {a.get('name')} acting as {a.get('acting_user')}"

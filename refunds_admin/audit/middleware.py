@@ -25,7 +25,11 @@ class RequestContextMiddleware:
 
     def __call__(self, request):
         ctx = context.RequestContext(
-            request_id=request_id_from(request.headers), ip=request.META.get("REMOTE_ADDR")
+            request_id=request_id_from(request.headers),
+            ip=request.META.get("REMOTE_ADDR"),
+            # This middleware runs before authentication: the user is read from the request
+            # when an event needs it (audit/access.py).
+            request=request,
         )
         token = context.current.set(ctx)
         try:

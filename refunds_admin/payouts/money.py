@@ -42,6 +42,8 @@ def parse_amount(value: object) -> int:
             f"amount must be digits with at most two decimals, like 30.00, not {value!r}"
         )
     whole, _, frac = value.partition(".")
+    if len(whole.lstrip("0")) > 15:  # checked before int(): a 5,000-digit string is refused fast
+        raise AmountError(f"amount {value[:20]}… is larger than any prize pool this tool accepts")
     cents = int(whole) * 100 + int((frac + "00")[:2])
     if cents > MAX_CENTS:
         raise AmountError(f"amount {value} is larger than any prize pool this tool accepts")

@@ -5,6 +5,7 @@ proposals all call `parse_snapshot`. A snapshot that breaks a rule is refused as
 every problem found (up to MAX_PROBLEMS), each naming its field or entry.
 """
 
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,8 +23,27 @@ from .money import _AMOUNT, CURRENCIES_WITH_CENTS, AmountError, _json_type, pars
 
 FORMAT = "tournament-snapshot/1"
 MAX_PROBLEMS = 50
-# Places are expanded one by one; no tournament has a million paid places.
+# Places are expanded one by one (a row per place in the database); no tournament has a million
+# paid places. A range (`places`) may not be wider than the entries, and the whole table may list
+# at most EXTRA_PLACES more places than there are entries (a fixed payout table may name places a
+# small field never reaches), so the expanded table is bounded by the entries, not by the text.
 MAX_PLACE = 1_000_000
+EXTRA_PLACES = 1_000
+
+# The limits of docs/snapshot-limits.md: what the database can hold, checked here so that a
+# document is refused with a reason per field instead of failing at the database (a 500).
+MAX_DOCUMENT_BYTES = 100 * 1024 * 1024  # a 250k-entry snapshot is about 35 MB
+MAX_CSV_BYTES = 50 * 1024 * 1024  # each of the two CSV files of the CSV form
+MAX_ID_LENGTH = 128  # external_id, entry_id, player_id (the columns' max_length)
+MAX_SCREEN_NAME_LENGTH = 128
+MAX_NAME_LENGTH = 255  # tournament.name, prizes[].description
+MAX_BIGINT = 2**63 - 1  # chips, chips_in_play (PostgreSQL bigint)
+MAX_INT = 2**31 - 1  # finish_place, place (PostgreSQL integer)
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # times must fall in [2000-01-01, 2100-01-01) UTC
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+# C0 and C1 control characters (NUL, CR, LF, TAB, ESC, DEL, ...) and lone surrogates, which
+# neither PostgreSQL nor an HTTP header (the cashier's Idempotency-Key) can carry.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 ACTIVE = "active"
 ELIMINATED = "eliminated"
 
@@ -174,11 +194,13 @@ def parse_timestamp(value: object) -> Instant:
     """ISO 8601 with an offset -> Instant. Raises ValueError with a message for people."""
     if not isinstance(value, str):
         raise ValueError(f"must be an ISO 8601 timestamp string, not a JSON {_json_type(value)}")
-    m = _TIMESTAMP.fullmatch(value)
+    m = _TIMESTAMP.fullmatch(value) if len(value) <= 64 else None
     if not m:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?", value):
             raise ValueError(f"{value!r} has no time zone offset (add Z or +01:00)")
-        raise ValueError(f"{value!r} is not an ISO 8601 timestamp like 2026-11-29T18:00:00Z")
+        raise ValueError(
+            f"{_shorten(value)!r} is not an ISO 8601 timestamp like 2026-11-29T18:00:00Z"
+        )
     year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
     try:
         tz = UTC
@@ -192,6 +214,10 @@ def parse_timestamp(value: object) -> Instant:
         )  # fmt: skip
     except ValueError as exc:
         raise ValueError(f"{value!r} is not a valid date and time ({exc})") from None
+    if not EARLIEST <= at < LATEST:
+        raise ValueError(
+            f"{value!r} is outside the years this tool accepts (2000-01-01 to 2099-12-31 UTC)"
+        )
     instant = Instant.from_datetime(at)
     if len(frac) > 6:  # keep the digits a datetime cannot hold
         extra = Fraction(int(frac), 10 ** len(frac)) - Fraction(int(frac[:6]), 10**6)
@@ -236,22 +262,89 @@ def parse_snapshot(doc: bytes | bytearray | str | dict[str, Any]) -> Snapshot:
         return _parse_snapshot(doc)
 
 
+def _too_large(size: int, what: str = "document", limit: int | None = None) -> SnapshotError:
+    limit = limit or MAX_DOCUMENT_BYTES
+    return SnapshotError(
+        [
+            Problem(
+                what,
+                f"is {size / 2**20:,.1f} MB; at most {limit // 2**20} MB are accepted "
+                "(docs/snapshot-limits.md)",
+            )
+        ]
+    )
+
+
+def _duplicate_key(text: str, doc: object) -> str | None:
+    """The first key given twice in one JSON object, or None. orjson silently keeps the last
+    value; another parser may keep the first, so such a document is refused.
+
+    Fast check: a JSON text has one ':' per key plus those inside strings. Serialised again, the
+    parsed document has one per key it kept plus the same ones inside strings, so the counts
+    agree exactly when no key was dropped. Only when the text escapes a colon (\\u003a), which
+    breaks the count, is it parsed again with json's object_pairs_hook to make sure.
+    """
+    try:
+        again = orjson.dumps(doc)
+    except orjson.JSONEncodeError:  # nested more than 255 deep: no snapshot is
+        raise SnapshotError([Problem("document", "is nested too deeply")]) from None
+    if "\\u003" not in text and text.count(":") == again.count(b":"):
+        return None
+    return _find_duplicate(text)
+
+
+def _find_duplicate(text: str) -> str | None:
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> None:
+        seen = set()
+        for key, _ in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+        return None
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except RecursionError:
+        raise SnapshotError([Problem("document", "is nested too deeply")]) from None
+    return found[0] if found else None
+
+
 def _parse_snapshot(doc: object) -> Snapshot:
     if isinstance(doc, (bytes, bytearray)):
+        if len(doc) > MAX_DOCUMENT_BYTES:
+            raise _too_large(len(doc))
         try:
             doc = doc.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SnapshotError(
                 [Problem("document", f"is not UTF-8 text ({exc.reason})")]
             ) from None
-    if isinstance(doc, (str, bytes)):
+    if isinstance(doc, str):
+        text = doc
+        if len(text) > MAX_DOCUMENT_BYTES or (
+            len(text) * 4 > MAX_DOCUMENT_BYTES and len(text.encode("utf-8")) > MAX_DOCUMENT_BYTES
+        ):
+            raise _too_large(len(text.encode("utf-8")))
         try:
             # orjson parses a 250k-entry snapshot in a third of the time of json. It reads an
             # integer beyond 64 bits as a float, which is then refused like any non-integer
             # (no chip count comes near that).
-            doc = orjson.loads(doc)
+            doc = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
             raise SnapshotError([Problem("document", f"is not valid JSON ({exc})")]) from None
+        duplicate = _duplicate_key(text, doc)
+        if duplicate is not None:
+            raise SnapshotError(
+                [
+                    Problem(
+                        "document",
+                        f"gives the key {_shorten(duplicate)!r} twice in one object; each key "
+                        "may appear once (parsers disagree on which value wins)",
+                    )
+                ]
+            )
     problems = _Problems()
     if not isinstance(doc, dict):
         raise SnapshotError(
@@ -262,10 +355,19 @@ def _parse_snapshot(doc: object) -> Snapshot:
     if fmt is _MISSING:
         problems.add("format", f"is required ({FORMAT})")
     elif fmt != FORMAT:
-        problems.add("format", f"must be {FORMAT!r}, not {fmt!r}")
+        problems.add(
+            "format",
+            f"must be {FORMAT!r}, not "
+            + (repr(_shorten(fmt)) if isinstance(fmt, str) else f"a JSON {_json_type(fmt)}"),
+        )
 
     t = _object(doc, "tournament", "tournament", problems, required=True)
-    tournament = _parse_tournament(t, problems) if t is not None else None
+    entries_raw = doc.get("entries")
+    # No place beyond the number of entries: nobody can finish there.
+    last_place = len(entries_raw) if isinstance(entries_raw, list) else MAX_PLACE
+    tournament = (
+        _parse_tournament(t, problems, min(last_place, MAX_PLACE)) if t is not None else None
+    )
     entries = _parse_entries(doc, tournament, problems)
     emails = _parse_emails(doc.get("entries"), problems)
     incident = _parse_incident(doc, problems)
@@ -362,6 +464,27 @@ def _object(
     return value
 
 
+def _shorten(value: str, limit: int = 40) -> str:
+    return value if len(value) <= limit else value[:limit] + "…"
+
+
+def text_problem(value: str, max_length: int) -> str | None:
+    """Why a string cannot be stored (too long for its column, or a control character), or None.
+
+    The one check for ids and names: the bulk path, the entry-by-entry path and the CSV form all
+    come here, so that a cashier's Idempotency-Key and a database column can hold every id.
+    """
+    if len(value) > max_length:
+        return f"is {len(value):,} characters long; at most {max_length} are accepted"
+    m = _CONTROL.search(value)
+    if m:
+        return (
+            f"contains the control character U+{ord(m.group()):04X} at position {m.start() + 1} "
+            "(NUL, line breaks, tabs and other control characters are refused)"
+        )
+    return None
+
+
 def _string(
     obj: dict[str, Any],
     key: str,
@@ -370,6 +493,7 @@ def _string(
     *,
     required: bool,
     nonempty: bool = False,
+    max_length: int = MAX_NAME_LENGTH,
 ) -> str | None:
     value = obj.get(key, _MISSING)
     if value is _MISSING:
@@ -382,6 +506,29 @@ def _string(
     if nonempty and not value.strip():
         problems.add(path, "must not be empty")
         return None
+    why = text_problem(value, max_length)
+    if why:
+        problems.add(path, why)
+        return None
+    return value
+
+
+def _whole_number(
+    value: object,
+    path: str,
+    problems: _Problems,
+    *,
+    low: int,
+    high: int,
+    what: str = "a whole number",
+) -> int | None:
+    """An integer within [low, high] (the column's range), or None after naming the problem."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        problems.add(path, f"must be {what}, not a JSON {_json_type(value)}")
+        return None
+    if not low <= value <= high:
+        problems.add(path, f"must be between {low:,} and {high:,}, not {value:,}")
+        return None
     return value
 
 
@@ -389,22 +536,10 @@ def _string(
 # the credit's Idempotency-Key header (percent-encoded, docs/posting.md): every other character
 # is encoded losslessly, but a CR/LF in an id is a header injection waiting to happen, and no
 # real id holds one.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
 def _identifier(obj: dict[str, Any], key: str, path: str, problems: _Problems) -> str | None:
-    """A required, non-empty id string without control characters."""
-    value = _string(obj, key, path, problems, required=True, nonempty=True)
-    if value is not None:
-        found = _CONTROL.search(value)
-        if found:
-            problems.add(
-                path,
-                f"must not contain control characters (U+{ord(found.group()):04X} at position "
-                f"{found.start() + 1})",
-            )
-            return None
-    return value
+    """A required, non-empty id that fits its column and holds no control character (so that
+    a cashier's Idempotency-Key can carry it: docs/posting.md)."""
+    return _string(obj, key, path, problems, required=True, nonempty=True, max_length=MAX_ID_LENGTH)
 
 
 def _amount(
@@ -428,9 +563,15 @@ def _amount(
         return default
 
 
-def _parse_tournament(t: dict[str, Any], problems: _Problems) -> dict[str, Any]:
+def _parse_tournament(t: dict[str, Any], problems: _Problems, last_place: int) -> dict[str, Any]:
     external_id = _string(
-        t, "external_id", "tournament.external_id", problems, required=True, nonempty=True
+        t,
+        "external_id",
+        "tournament.external_id",
+        problems,
+        required=True,
+        nonempty=True,
+        max_length=MAX_ID_LENGTH,
     )
     name = _string(t, "name", "tournament.name", problems, required=False) or ""
     currency = _string(t, "currency", "tournament.currency", problems, required=True)
@@ -456,14 +597,12 @@ def _parse_tournament(t: dict[str, Any], problems: _Problems) -> dict[str, Any]:
     chips_in_play = t.get("chips_in_play", _MISSING)
     if chips_in_play is _MISSING:
         chips_in_play = None
-    elif not _is_int(chips_in_play):
-        problems.add(
-            "tournament.chips_in_play",
-            f"must be a whole number, not a JSON {_json_type(chips_in_play)}",
+    else:
+        chips_in_play = _whole_number(
+            chips_in_play, "tournament.chips_in_play", problems, low=0, high=MAX_BIGINT
         )
-        chips_in_play = None
 
-    prizes, place_amounts = _parse_prizes(t, problems)
+    prizes, place_amounts = _parse_prizes(t, problems, last_place)
     return dict(
         external_id=external_id, name=name, currency=currency, buy_in=buy_in, fee=fee,
         starts_at=starts_at, chips_in_play=chips_in_play, prizes=prizes, place_amounts=place_amounts,
@@ -495,6 +634,7 @@ def _parse_prizes_one_by_one(
     rows = []
     by_place: dict[int, tuple[int, int]] = {}  # place -> (amount, index in prizes)
     ok = True
+    listed = 0  # places listed so far (a range counts each of its places)
     for i, row in enumerate(raw):
         path = f"tournament.prizes[{i}]"
         if not isinstance(row, dict):
@@ -536,6 +676,28 @@ def _parse_prizes_one_by_one(
                 path, f"place {place_to:,} is beyond the {MAX_PLACE:,} places this tool accepts"
             )
             place_from = place_to = None
+        elif (
+            has_places
+            and place_from is not None
+            and place_to is not None
+            and place_to - place_from + 1 > last_place
+        ):
+            problems.add(
+                f"{path}.places",
+                f"range {place_from:,}-{place_to:,} is {place_to - place_from + 1:,} places wide, "
+                f"wider than the {last_place:,} entries of the snapshot",
+            )
+            place_from = place_to = None
+        elif place_from is not None and place_to is not None:
+            listed += place_to - place_from + 1
+            if listed > last_place + EXTRA_PLACES:
+                problems.add(
+                    "tournament.prizes",
+                    f"lists more than {last_place + EXTRA_PLACES:,} places: at most the "
+                    f"{last_place:,} entries plus {EXTRA_PLACES:,} are accepted",
+                )
+                ok = False
+                break
         amount = _amount(row, "amount", f"{path}.amount", problems, required=True)
         non_cash = row.get("non_cash", False)
         if not isinstance(non_cash, bool):
@@ -574,12 +736,8 @@ def _parse_prizes_one_by_one(
             )
             return rows, []
         place_amounts.append(by_place[place][0])
-    for place in range(2, max(by_place) + 1):
-        if (
-            place in by_place
-            and place - 1 in by_place
-            and by_place[place][0] > by_place[place - 1][0]
-        ):
+    for place in sorted(by_place):
+        if place > 1 and place - 1 in by_place and by_place[place][0] > by_place[place - 1][0]:
             problems.add(
                 f"tournament.prizes[{by_place[place][1]}]",
                 f"place {place} pays more than place {place - 1}",
@@ -620,21 +778,30 @@ def _parse_entries_one_by_one(
             continue
         entry_id = e.get("entry_id", _MISSING)
         label = (
-            f"entries[{i}]"
-            if not isinstance(entry_id, str) or not entry_id
-            else f"entries[{i}] ({entry_id})"
+            f"entries[{i}] ({entry_id})"
+            if isinstance(entry_id, str) and entry_id and not text_problem(entry_id, 40)
+            else f"entries[{i}]"
         )
         entry_id = _identifier(e, "entry_id", f"{label}.entry_id", problems)
         player_id = _identifier(e, "player_id", f"{label}.player_id", problems)
         screen_name = (
-            _string(e, "screen_name", f"{label}.screen_name", problems, required=False) or ""
+            _string(
+                e,
+                "screen_name",
+                f"{label}.screen_name",
+                problems,
+                required=False,
+                max_length=MAX_SCREEN_NAME_LENGTH,
+            )
+            or ""
         )
         status = e.get("status", _MISSING)
         if status is _MISSING:
             problems.add(f"{label}.status", "is required (active or eliminated)")
             status = None
         elif status != ACTIVE and status != ELIMINATED:
-            problems.add(f"{label}.status", f"must be active or eliminated, not {status!r}")
+            shown = repr(_shorten(status) if isinstance(status, str) else status)
+            problems.add(f"{label}.status", f"must be active or eliminated, not {shown}")
             status = None
 
         chips = e.get("chips", _MISSING)
@@ -647,6 +814,9 @@ def _parse_entries_one_by_one(
                 f"{label}.chips", f"must be a whole number, not a JSON {_json_type(chips)}"
             )
             chips = 0
+        elif chips > MAX_BIGINT:
+            problems.add(f"{label}.chips", f"must be at most {MAX_BIGINT:,}, not {chips:,}")
+            chips = 0
         elif status == ACTIVE and chips <= 0:
             problems.add(f"{label}.chips", f"an active entry must hold chips above 0, not {chips}")
         elif status == ELIMINATED and chips != 0:
@@ -655,8 +825,8 @@ def _parse_entries_one_by_one(
         finish_place = e.get("finish_place", _MISSING)
         if finish_place is _MISSING:
             finish_place = None
-        elif not _is_int(finish_place) or finish_place < 1:
-            problems.add(f"{label}.finish_place", "must be a whole number, 1 or more")
+        elif not _is_int(finish_place) or not 1 <= finish_place <= MAX_INT:
+            problems.add(f"{label}.finish_place", f"must be a whole number from 1 to {MAX_INT:,}")
             finish_place = None
         prize_awarded = _amount(
             e, "prize_awarded", f"{label}.prize_awarded", problems, required=False
@@ -759,15 +929,24 @@ def _parse_entries_in_bulk(
     for col in (ids, players):
         if set(map(type, col)) != {str} or not all(map(str.strip, col)):
             return None
-        if any(map(_CONTROL.search, col)):
-            return None  # the entry-by-entry path names the id and the character
     if len(set(ids)) != n or set(map(type, screens)) != {str}:
+        return None
+    # Lengths and control characters, column by column (one regex pass over each column).
+    if max(map(len, ids)) > MAX_ID_LENGTH or max(map(len, players)) > MAX_ID_LENGTH:
+        return None
+    if max(map(len, screens)) > MAX_SCREEN_NAME_LENGTH:
+        return None
+    if any(_CONTROL.search("".join(col)) for col in (ids, players, screens)):
         return None
     if not set(statuses) <= {ACTIVE, ELIMINATED}:
         return None
     is_active = list(map(eq, repeat(ACTIVE), statuses))
     active_chips = list(compress(chips, is_active))
-    if active_chips and (set(map(type, active_chips)) != {int} or min(active_chips) <= 0):
+    if active_chips and (
+        set(map(type, active_chips)) != {int}
+        or min(active_chips) <= 0
+        or max(active_chips) > MAX_BIGINT
+    ):
         return None
     # Eliminated entries may omit chips, or give 0; a null is refused like any null.
     stated_chips = [c for c in chips if c is not None]
@@ -782,7 +961,11 @@ def _parse_entries_in_bulk(
     stated_places = [p for p in finish if p is not None]
     if len(stated_places) != present("finish_place"):
         return None
-    if stated_places and (set(map(type, stated_places)) != {int} or min(stated_places) < 1):
+    if stated_places and (
+        set(map(type, stated_places)) != {int}
+        or min(stated_places) < 1
+        or max(stated_places) > MAX_INT
+    ):
         return None
     prize_awarded = _bulk_amounts(raw, "prize_awarded", None, present)
     buy_ins = _bulk_amounts(raw, "buy_in_paid", default_buy_in, present)
@@ -842,7 +1025,6 @@ def _amounts_of(texts: list[str]) -> list[int] | None:
 # What the bulk path leaves to the row-by-row check: descriptions longer than a database column
 # holds, or holding control characters (the row-by-row check names them; docs/snapshot-limits.md).
 _DESCRIPTION_MAX = 255
-_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def _parse_prizes_in_bulk(
@@ -871,7 +1053,7 @@ def _parse_prizes_in_bulk(
         or not set(map(type, non_cash)) <= {bool}
         or not set(map(type, descriptions)) <= {str}
         or max(map(len, descriptions)) > _DESCRIPTION_MAX
-        or _CONTROL_CHARACTER.search("".join(descriptions))
+        or _CONTROL.search("".join(descriptions))
     ):
         return None
     amounts = _amounts_of(texts)

@@ -23,11 +23,12 @@ from django.utils import timezone
 
 from refunds_admin import payouts as engine
 from refunds_admin.accounts.roles import CAN_PREPARE, require_role
+from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
 from refunds_admin.bulk import copy_into_partition, insert_rows
 from refunds_admin.errors import Refused
 from refunds_admin.payouts import SnapshotError, parse_snapshot
-from refunds_admin.payouts.snapshot import EntryColumns
+from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
 from refunds_admin.recent import Recent
 
 from .models import ApiClient, Entry, PrizePlace, Snapshot, Tournament
@@ -286,13 +287,26 @@ PRIZE_REQUIRED = ("place", "amount")
 TOURNAMENT_FIELDS = ("external_id", "name", "currency", "buy_in", "fee", "starts_at")
 TOURNAMENT_OPTIONAL = ("chips_in_play",)
 
-_INTEGER = re.compile(r"^-?[0-9]+$")
-_RANGE = re.compile(r"^\s*([0-9]+)\s*(?:-|–|\.\.)\s*([0-9]+)\s*$")
+# At most 19 digits: every number the format holds fits a 64-bit integer (the engine then checks
+# the column's own range); a longer one is refused before int() spends time on it.
+_INTEGER = re.compile(r"^-?[0-9]{1,19}$")
+_RANGE = re.compile(r"^\s*([0-9]{1,19})\s*(?:-|–|\.\.)\s*([0-9]{1,19})\s*$")
 _TRUE = {"yes", "y", "true", "1", "x"}
 _FALSE = {"", "no", "n", "false", "0"}
 
 
 def _csv_text(data: CsvData, what: str) -> str:
+    if isinstance(data, (bytes, bytearray, str)) and len(data) > MAX_CSV_BYTES:
+        raise Refused(
+            f"The {what} is too large.",
+            problems=[
+                (
+                    what,
+                    f"is {len(data) / 2**20:,.1f} MB; at most {MAX_CSV_BYTES // 2**20} MB are "
+                    "accepted (docs/snapshot-limits.md)",
+                )
+            ],
+        )
     if isinstance(data, (bytes, bytearray)):
         try:
             # utf-8-sig: spreadsheet exports often start with a byte-order mark.
@@ -357,7 +371,7 @@ def _entries_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], P
     entries, where = [], []
     for number, row in rows:
         label = f"entries CSV row {number}" + (
-            f" (entry {row['entry_id']})" if row.get("entry_id") else ""
+            f" (entry {row['entry_id'][:40]})" if row.get("entry_id") else ""
         )
         entry: dict[str, Any] = {}
         for name in ENTRY_COLUMNS:
@@ -366,7 +380,14 @@ def _entries_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], P
                 continue  # an empty cell means the field is not given
             if name in ENTRY_INTEGERS:
                 if not _INTEGER.match(value):
-                    problems.append((f"{label}, {name}", f"{value!r} is not a whole number"))
+                    problems.append(
+                        (
+                            f"{label}, {name}",
+                            f"{value[:40]!r} is not a whole number"
+                            if not value.lstrip("-").isdigit()
+                            else f"{value[:20]}… is too large",
+                        )
+                    )
                     continue
                 entry[name] = int(value)
             else:
@@ -390,7 +411,9 @@ def _prizes_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], Pr
         elif m := _RANGE.match(place):
             prize["places"] = [int(m.group(1)), int(m.group(2))]
         else:
-            problems.append((f"{label}, place", f"{place!r} is not a place (3) or range (10-18)"))
+            problems.append(
+                (f"{label}, place", f"{place[:40]!r} is not a place (3) or range (10-18)")
+            )
         prize["amount"] = row["amount"]
         non_cash = row.get("non_cash", "").lower()
         if non_cash in _TRUE:
@@ -540,15 +563,11 @@ def create_api_client(
     if ApiClient.objects.filter(name=name).exists():
         raise Refused(f"An API client named {name!r} already exists.")
     token = "ra_" + secrets.token_urlsafe(32)
-    client = ApiClient.objects.create(
-        name=name, token_prefix=token[:10], token_sha256=hash_token(token), acting_user=user
-    )
-    record(
-        "api_client.created",
-        client,
-        actor=acting_user,
-        after={"name": name, "acting_user": user.get_username(), "token_prefix": token[:10]},
-    )
+    # Audited by tournaments/signals.py (api_client.created), like any change to a client.
+    with audit_context.acting(acting_user):
+        client = ApiClient.objects.create(
+            name=name, token_prefix=token[:10], token_sha256=hash_token(token), acting_user=user
+        )
     return client, token
 
 

@@ -9,7 +9,9 @@ from typing import Any
 from django import forms
 from django.contrib.auth import authenticate
 
+from refunds_admin.accounts import mfa
 from refunds_admin.incidents.models import Incident
+from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, MAX_DOCUMENT_BYTES
 from refunds_admin.tournaments.models import Tournament
 
 
@@ -38,11 +40,23 @@ def local_datetime_field(label, **kwargs):
     )
 
 
+def _at_most(upload, limit):
+    """Refuse an upload above the documented limit before it is read (docs/snapshot-limits.md)."""
+    if upload is not None and upload.size > limit:
+        raise forms.ValidationError(
+            f"The file is {upload.size / 2**20:,.1f} MB; at most {limit // 2**20} MB are accepted."
+        )
+    return upload
+
+
 class SnapshotUploadForm(forms.Form):
     file = forms.FileField(
         label="Snapshot file (tournament-snapshot/1 JSON)",
         widget=forms.ClearableFileInput(attrs={"accept": ".json,application/json"}),
     )
+
+    def clean_file(self):
+        return _at_most(self.cleaned_data.get("file"), MAX_DOCUMENT_BYTES)
 
 
 class CsvImportForm(forms.Form):
@@ -64,6 +78,12 @@ class CsvImportForm(forms.Form):
         label="Prize table CSV",
         help_text="Columns: place (3, or a range 10-18), amount, non_cash, description",
     )
+
+    def clean_entries_csv(self):
+        return _at_most(self.cleaned_data.get("entries_csv"), MAX_CSV_BYTES)
+
+    def clean_prizes_csv(self):
+        return _at_most(self.cleaned_data.get("prizes_csv"), MAX_CSV_BYTES)
 
     def tournament_fields(self):
         """The tournament fields as the snapshot format writes them (strings, ISO times)."""
@@ -118,7 +138,9 @@ class JustificationForm(forms.Form):
 
 
 class ApproveForm(forms.Form):
-    """Approval quotes the fingerprint the manager saw and needs their password again."""
+    """Approval quotes the fingerprint the manager saw and needs their password again and a
+    current code from their authenticator app. Wrong passwords count towards the same lockout
+    as the sign-in page (django-axes); wrong codes slow down django-otp's next check."""
 
     fingerprint = forms.CharField(widget=forms.HiddenInput, max_length=64)
     password = forms.CharField(
@@ -126,17 +148,38 @@ class ApproveForm(forms.Form):
         widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
         strip=False,
     )
+    otp_token = forms.CharField(
+        label="Code from your authenticator app",
+        max_length=8,
+        widget=forms.TextInput(
+            attrs={"autocomplete": "one-time-code", "inputmode": "numeric", "pattern": "[0-9 ]*"}
+        ),
+    )
 
     def __init__(self, *args, user, request=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.user = user
         self.request = request
+        self.device = None
 
     def clean_password(self):
         password = self.cleaned_data["password"]
         if authenticate(self.request, username=self.user.get_username(), password=password) is None:
             raise forms.ValidationError("That is not your password.")
         return password
+
+    def clean(self):
+        data = super().clean() or self.cleaned_data
+        # The code is checked only after the password: it is used up once accepted.
+        if "password" in data and data.get("otp_token"):
+            self.device = mfa.verify_code(self.user, data["otp_token"])
+            if self.device is None:
+                self.add_error(
+                    "otp_token",
+                    "That code does not match your authenticator app (each code works once; "
+                    "wait for the next one).",
+                )
+        return data
 
 
 class RejectForm(forms.Form):

@@ -64,7 +64,7 @@ urlpatterns = [
     # Proposals, approval, posting
     path("proposals/<int:pk>/", proposals.proposal_detail, name="proposal_detail"),
     path(
-        "proposals/<int:pk>/statement/<str:entry_id>/",
+        "proposals/<int:pk>/statement/<path:entry_id>/",
         proposals.proposal_statement,
         name="proposal_statement",
     ),

@@ -138,11 +138,12 @@ def test_it_sees_a_violation_when_a_page_breaks_the_policy(browser, live_server,
 
 
 def test_it_shows_the_admin_to_a_superuser_without_a_csp_violation(
-    browser, live_server, django_user_model, every_state, csp_violations
+    browser, live_server, superuser, every_state, csp_violations
 ):
     """The superuser's pages are Django's admin: its list, change and history pages keep to
-    the same policy."""
-    django_user_model.objects.create_superuser("root", "root@example.com", "pw-root")
+    the same policy (its sign-in asks for the authenticator code too)."""
+    from tests.factories import totp_code
+
     context = browser.new_context(base_url=live_server.url)
     watch_csp(context, csp_violations)
     try:
@@ -150,6 +151,7 @@ def test_it_shows_the_admin_to_a_superuser_without_a_csp_violation(
         page.goto("/admin/login/")
         page.fill("#id_username", "root")
         page.fill("#id_password", "pw-root")
+        page.fill("#id_otp_token", totp_code(superuser))
         page.click("input[type=submit]")
         page.wait_for_url(live_server.url + "/admin/")
         seen = crawl(page, live_server.url, start="/admin/", max_pages=25, skip=("/admin/logout/",))

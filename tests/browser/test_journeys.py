@@ -1,7 +1,7 @@
 """End-to-end journeys in a real Chromium on a live server.
 
 Support imports a snapshot, records an incident (previewing the rule), prepares and submits;
-a manager approves with their password; the posting job runs and the progress bar reaches
+a manager approves with their password and a code from their authenticator; the posting job runs and the progress bar reaches
 100%; an auditor finds the incident, replays it and exports it; a bad CSV saves nothing; a
 manager cannot approve their own proposal.
 """
@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
+from tests.factories import totp_code
 
 from .conftest import shot, shot_of, snapshot_file
 
@@ -117,9 +118,11 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
     mpage.click(f"#waiting-approval >> text=UP-2026-BROWSER-1 v{proposal.version}")
     assert proposal.fingerprint in mpage.inner_text("#approval-fingerprint")
     mpage.fill("#id_password", "not-my-password")
+    mpage.fill("#id_otp_token", "123456")  # not even checked: the password is wrong
     mpage.click("button:has-text('Approve')")
     mpage.wait_for_selector("text=That is not your password.")
     mpage.fill("#id_password", "pw-" + manager.username)
+    mpage.fill("#id_otp_token", totp_code(manager))  # what the manager's app shows
     shot(mpage, "approval")
     mpage.click("button:has-text('Approve')")
     mpage.wait_for_selector("text=Proposal approved")
@@ -223,6 +226,7 @@ def test_it_never_lets_a_manager_approve_their_own_proposal(open_as, manager, su
             "csrfmiddlewaretoken": token,
             "fingerprint": proposal.fingerprint,
             "password": "pw-maria_manager",
+            "otp_token": totp_code(manager),
         },
         headers={"Referer": live_server.url + "/"},
     )

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from refunds_admin.outages.models import Outage
 from refunds_admin.proposals.models import PayoutProposal
-from tests.factories import import_doc, sunday_major_doc
+from tests.factories import import_doc, sunday_major_doc, totp_code
 
 from .conftest import shot
 
@@ -71,11 +71,14 @@ def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
     fingerprint = mpage.inner_text("#outage-fingerprint")
     assert len(fingerprint) == 64
     mpage.fill("#id_password", "pw-" + manager.username)
+    mpage.fill("#id_otp_token", totp_code(manager))
     shot(mpage, "outage-review")
     mpage.fill("#id_password", "not-my-password")
+    mpage.fill("#id_otp_token", "123456")  # not even checked: the password is wrong
     mpage.click("#approve-batch")
     mpage.wait_for_selector("text=That is not your password.")
     mpage.fill("#id_password", "pw-" + manager.username)
+    mpage.fill("#id_otp_token", totp_code(manager))
     mpage.click("#approve-batch")
     mpage.wait_for_selector("text=Batch approved")
     mpage.wait_for_selector("#posting-done", timeout=60000)

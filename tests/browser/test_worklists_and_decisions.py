@@ -13,7 +13,13 @@ from playwright.sync_api import expect
 
 from refunds_admin.incidents.models import Incident
 from refunds_admin.tournaments import services as tournaments
-from tests.factories import approved_proposal, open_incident, submitted_proposal, sunday_major_doc
+from tests.factories import (
+    approved_proposal,
+    open_incident,
+    submitted_proposal,
+    sunday_major_doc,
+    totp_code,
+)
 
 from .conftest import shot, snapshot_file
 
@@ -99,6 +105,7 @@ def test_it_gives_the_approver_the_whole_picture_and_asks_before_deciding(
     assert mpage.locator("#decision-top tbody tr").count() == 10
     assert "Version 1" in mpage.inner_text("#decision-changes")
     mpage.fill("#id_password", "pw-" + manager.username)
+    mpage.fill("#id_otp_token", totp_code(manager))  # what the manager's app shows
     shot(mpage, "approval", max_height=2600)
     # Saying no to the question changes nothing.
     mpage.say_yes = False
@@ -317,7 +324,7 @@ def test_it_fixes_audit_time_exports_and_display(
     assert "entries[" not in errors and "also entries CSV row 2" in errors
 
 
-def test_it_fixes_the_small_things(open_as, support, django_user_model, live_server, browser):
+def test_it_fixes_the_small_things(open_as, support, superuser, live_server, browser):
     """Favicon, skip link, a role tag that passes contrast, and a superuser without a role
     never sent round a 403 loop."""
     page = open_as(support)
@@ -330,12 +337,12 @@ def test_it_fixes_the_small_things(open_as, support, django_user_model, live_ser
     assert page.evaluate("document.activeElement.id") == "main"
     assert _contrast(page, ".role-tag") >= 4.5
 
-    django_user_model.objects.create_superuser("root", password="pw-root")
     context = browser.new_context(base_url=live_server.url)
     admin = context.new_page()
     admin.goto("/admin/login/")
     admin.fill("#id_username", "root")
     admin.fill("#id_password", "pw-root")
+    admin.fill("#id_otp_token", totp_code(superuser))  # the admin asks for the second factor
     admin.click("input[type=submit]")
     admin.wait_for_selector("text=Site administration")
     assert admin.locator("a:has-text('View site')").count() == 0

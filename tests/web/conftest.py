@@ -16,7 +16,8 @@ FAILED = STARTS + timedelta(hours=3, minutes=14)
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    """Failed sign-in counters live in the cache; each test starts without any."""
+    """Each test starts with an empty cache (failed sign-ins are counted by django-axes in the
+    database, which each test rolls back)."""
     cache.clear()
     yield
     cache.clear()

@@ -11,7 +11,7 @@ from django.utils import timezone
 from refunds_admin.outages.models import Outage
 from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import PayoutProposal
-from tests.factories import import_doc, outage, prepared_outage, snapshot_doc
+from tests.factories import import_doc, outage, prepared_outage, snapshot_doc, totp_code
 
 from .conftest import login
 
@@ -131,7 +131,10 @@ def test_a_manager_approves_the_batch_with_their_password(client, support, manag
     wrong = client.post(f"/outages/{o.pk}/review/", {**form, "password": "nope"})
     assert wrong.status_code == 400 and "not your password" in wrong.content.decode()
     assert not PayoutProposal.objects.filter(status="approved").exists()
-    response = client.post(f"/outages/{o.pk}/review/", {**form, "password": "pw-maria_manager"})
+    response = client.post(
+        f"/outages/{o.pk}/review/",
+        {**form, "password": "pw-maria_manager", "otp_token": totp_code(manager)},
+    )
     assert response.status_code == 302 and response["Location"] == f"/outages/{o.pk}/posting/"
     assert PayoutProposal.objects.filter(status="approved").count() == 3
     posting = client.get(f"/outages/{o.pk}/posting/").content.decode()
@@ -151,6 +154,7 @@ def test_a_selection_is_reviewed_then_approved_alone(client, support, manager):
             "fingerprint": data["fingerprint"],
             "seen": [f"{first.pk}:{first.fingerprint}"],
             "password": "pw-maria_manager",
+            "otp_token": totp_code(manager),
         },
     )
     assert response.status_code == 302
@@ -169,6 +173,7 @@ def test_the_preparer_sees_four_eyes_and_cannot_approve(client, manager, other_m
             "fingerprint": data["fingerprint"],
             "seen": [f"{p.pk}:{p.fingerprint}" for p in data["approvable"]],
             "password": "pw-maria_manager",
+            "otp_token": totp_code(manager),
         },
     )
     assert response.status_code == 403

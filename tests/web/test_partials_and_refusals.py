@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import has_vary_header
 
-from ..factories import open_incident, submitted_proposal
+from ..factories import open_incident, submitted_proposal, totp_code
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -70,7 +70,11 @@ def test_it_shows_the_approval_page_again_after_a_refused_approval(client, suppo
     client.force_login(manager)
     response = client.post(
         reverse("proposal_approval", args=[proposal.pk]),
-        {"fingerprint": "0" * 64, "password": "pw-" + manager.username},
+        {
+            "fingerprint": "0" * 64,
+            "password": "pw-" + manager.username,
+            "otp_token": totp_code(manager),
+        },
     )
     assert response.status_code == 400
     assert "is not the one you reviewed" in response.content.decode()

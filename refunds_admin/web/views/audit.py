@@ -1,4 +1,3 @@
-import csv
 import json
 from datetime import UTC, datetime, time, timedelta
 from urllib.parse import urlencode
@@ -13,6 +12,7 @@ from refunds_admin.audit.display import describe
 
 from .. import queries
 from ..access import role_required
+from ..downloads import attachment, csv_writer
 from ..forms import AuditFilterForm
 
 
@@ -63,16 +63,11 @@ def audit(request):
     )
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 @role_required(CAN_READ)
 def audit_export(request):
     """The filtered history as CSV, streamed; before/after as JSON text."""
     _, qs = _filtered(request)
-    writer = csv.writer(_Echo())
+    writer = csv_writer()
     header = [
         "id",
         "created_at_utc",
@@ -111,5 +106,5 @@ def audit_export(request):
             )
 
     response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="audit.csv"'
+    response["Content-Disposition"] = attachment("audit.csv")
     return response

@@ -17,7 +17,7 @@ from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
 from .. import queries
-from ..access import get_incident_for, role_required
+from ..access import device_required, get_incident_for, role_required
 from ..forms import (
     IncidentForm,
     JustificationForm,
@@ -242,6 +242,7 @@ def incident_resumed(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@device_required
 def incident_not_resumable(request, pk):
     return _act(
         request,
@@ -255,6 +256,7 @@ def incident_not_resumable(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@device_required
 def incident_site_wide(request, pk):
     return _act(
         request,

@@ -1,4 +1,3 @@
-import csv
 import json
 from urllib.parse import quote, urlencode
 
@@ -10,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from refunds_admin.accounts import mfa
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import services as ledger_services
@@ -18,7 +18,8 @@ from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
 from .. import queries
-from ..access import get_proposal_for, role_required
+from ..access import device_required, get_proposal_for, role_required
+from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..posting import progress_of
 
@@ -221,11 +222,6 @@ def proposal_chart(request, pk):
     return body
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 # The file formats name amounts without the unit: "total", not "total_cents"; the CSV says
 # the currency on every row, so that a file read on its own is never ambiguous.
 EXPORT_HEADER = (
@@ -250,7 +246,7 @@ def _file_name(proposal, ext):
 @role_required(CAN_READ)
 def proposal_export_csv(request, pk):
     proposal = get_proposal_for(request, pk)
-    writer = csv.writer(_Echo())
+    writer = csv_writer()
 
     def rows():
         yield writer.writerow(EXPORT_HEADER)
@@ -266,7 +262,7 @@ def proposal_export_csv(request, pk):
             )
 
     response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{_file_name(proposal, "csv")}"'
+    response["Content-Disposition"] = attachment(_file_name(proposal, "csv"))
     return response
 
 
@@ -294,7 +290,7 @@ def proposal_export_json(request, pk):
         yield "]}\n"
 
     response = StreamingHttpResponse(chunks(), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="{_file_name(proposal, "json")}"'
+    response["Content-Disposition"] = attachment(_file_name(proposal, "json"))
     return response
 
 
@@ -323,6 +319,7 @@ def proposal_submit(request, pk):
 
 @role_required(CAN_READ)
 @require_http_methods(["GET", "POST"])
+@device_required
 def proposal_approval(request, pk):
     proposal = get_proposal_for(request, pk)
     if request.method == "GET":
@@ -349,6 +346,7 @@ def proposal_approval(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@device_required
 def proposal_reject(request, pk):
     proposal = get_proposal_for(request, pk)
     form = RejectForm(request.POST)
@@ -409,6 +407,7 @@ def _approval_page(
             ),
             "reject_form": reject_form or RejectForm(),
             "refused": refused,
+            "has_device": mfa.confirmed_device(request.user) is not None,
             **_decision_context(proposal),
         },
         status=status,

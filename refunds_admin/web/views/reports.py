@@ -1,4 +1,3 @@
-import csv
 from datetime import date, timedelta
 
 from django.core.paginator import Paginator
@@ -11,6 +10,7 @@ from refunds_admin.reports import chart, selectors
 from refunds_admin.reports.selectors import CAN_REPORT
 
 from ..access import get_proposal_for, role_required
+from ..downloads import attachment, csv_writer
 from ..forms import ReportRangeForm
 
 
@@ -78,16 +78,11 @@ def finance_report_chart(request):
     return HttpResponse(svg, content_type="image/svg+xml")
 
 
-class _Echo:
-    def write(self, value):
-        return value
-
-
 @role_required(CAN_REPORT)
 def finance_report_csv(request):
     form, start, end = _range(request)
     report = selectors.finance_report(start, end)
-    writer = csv.writer(_Echo())
+    writer = csv_writer()
 
     def rows():
         yield writer.writerow(
@@ -102,9 +97,7 @@ def finance_report_csv(request):
             )  # fmt: skip
 
     response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = (
-        f'attachment; filename="refunds-{start or "start"}-{end or "today"}.csv"'
-    )
+    response["Content-Disposition"] = attachment(f"refunds-{start or 'start'}-{end or 'today'}.csv")
     return response
 
 

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from refunds_admin.accounts import mfa
 from refunds_admin.incidents import services as incidents
 from refunds_admin.incidents.models import Incident
 from refunds_admin.proposals import services as proposals
@@ -76,6 +77,26 @@ class Command(BaseCommand):
         self.stdout.write("Demo logins (username / password):")
         for username, role, password in USERS:
             self.stdout.write(f"  {username} / {password}    ({role or 'superuser, Django admin'})")
+        self.stdout.write("")
+        self.stdout.write(
+            "Two-factor codes (managers approve with one, the admin asks for one): add the key "
+            "to an authenticator app, or print the current code with `manage.py totp_code USER`."
+        )
+        for username, key in self._two_factor(users):
+            self.stdout.write(f"  {username}: key {key}    (manage.py totp_code {username})")
+
+    def _two_factor(self, users):
+        """Managers and the superuser get a confirmed authenticator (confirmed with a real code
+        computed from its key, as the enrolment page would); an existing one is kept."""
+        for username, _role, _ in USERS:
+            user = users[username]
+            if not mfa.needs_device(user):
+                continue
+            device = mfa.confirmed_device(user)
+            if device is None:
+                device = mfa.start_enrolment(user)
+                device = mfa.confirm_device(device, mfa.code_for(device), acting_user=None)
+            yield username, mfa.secret(device)
 
     def _users(self):
         model = get_user_model()

@@ -1,0 +1,60 @@
+"""Error pages: HTML for people, JSON under /api/ (the game platform reads `error`, never a page).
+
+Django answers a body larger than DATA_UPLOAD_MAX_MEMORY_SIZE with a 400 (RequestDataTooBig is
+a SuspiciousOperation); under /api/ that is a 413 with the limit in the message.
+"""
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from django.views import defaults
+
+
+def _api(request):
+    return request.path.startswith("/api/")
+
+
+def api_error(status, message, problems=(), **headers):
+    body = {
+        "error": message,
+        "problems": [{"field": where, "message": what} for where, what in problems],
+    }
+    response = JsonResponse(body, status=status)
+    for name, value in headers.items():
+        response[name.replace("_", "-")] = value
+    return response
+
+
+def too_large():
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return api_error(
+        413,
+        f"The request body is larger than the {limit // 2**20} MB this API accepts.",
+        [("document", "see docs/snapshot-limits.md for the limits of a snapshot")],
+    )
+
+
+def bad_request(request, exception):
+    if _api(request):
+        if isinstance(exception, RequestDataTooBig):
+            return too_large()
+        return api_error(400, "Bad request.")
+    return defaults.bad_request(request, exception)
+
+
+def permission_denied(request, exception):
+    if _api(request):
+        return api_error(403, str(exception) or "Forbidden.")
+    return defaults.permission_denied(request, exception)
+
+
+def page_not_found(request, exception):
+    if _api(request):
+        return api_error(404, "No such API endpoint.")
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    if _api(request):
+        return api_error(500, "Internal error; nothing was imported. The operators were told.")
+    return defaults.server_error(request)

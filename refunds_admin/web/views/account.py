@@ -1,0 +1,98 @@
+"""Signing in and the second factor.
+
+Password guessing is limited by django-axes (refunds_admin/accounts/signin.py) for every place
+a password is typed; this module only decides where a signed-in person goes, and lets managers
+and superusers enrol their authenticator app (refunds_admin/accounts/mfa.py).
+"""
+
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_http_methods
+from django_otp import login as otp_login
+
+from refunds_admin.accounts import mfa
+from refunds_admin.accounts.roles import ROLES, has_role
+from refunds_admin.errors import Refused
+
+
+class SignInView(LoginView):
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
+
+    def get_success_url(self):
+        user = self.request.user
+        if mfa.needs_device(user) and mfa.confirmed_device(user) is None:
+            # Managers and superusers enrol their authenticator app before anything else.
+            return f"{reverse('mfa_enrol')}?{urlencode({'next': super().get_success_url()})}"
+        return super().get_success_url()
+
+    def get_default_redirect_url(self):
+        # A superuser without a staff role manages users and roles in the Django admin; the
+        # staff pages would only show them "your role does not allow this page".
+        user = self.request.user
+        if user.is_staff and not has_role(user, ROLES):
+            return reverse("admin:index")
+        return super().get_default_redirect_url()
+
+
+class CodeForm(forms.Form):
+    code = forms.CharField(
+        label="Code from your app",
+        max_length=8,
+        widget=forms.TextInput(
+            attrs={"autocomplete": "one-time-code", "inputmode": "numeric", "pattern": "[0-9 ]*"}
+        ),
+    )
+
+
+def _next_url(request):
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        return target
+    return reverse("dashboard")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def mfa_enrol(request):
+    """Enrol an authenticator app: scan the QR code, type a code to confirm it."""
+    device = mfa.confirmed_device(request.user)
+    if device is not None:
+        return render(request, "web/mfa_enrol.html", {"confirmed": device})
+    device = mfa.start_enrolment(request.user)
+    form = CodeForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                device = mfa.confirm_device(
+                    device, form.cleaned_data["code"], acting_user=request.user
+                )
+            except Refused as exc:
+                form.add_error("code", exc.message)
+            else:
+                otp_login(request, device)  # this session has just shown the second factor
+                messages.success(request, "Two-factor sign-in is on for your account.")
+                return redirect(_next_url(request))
+    return render(
+        request,
+        "web/mfa_enrol.html",
+        {
+            "form": form,
+            # segno draws the SVG from the device's own URL: no user input reaches it.
+            "qr": mark_safe(mfa.qr_svg(device)),  # noqa: S308
+            "secret": mfa.secret(device),
+            "next": _next_url(request),
+            "required": mfa.needs_device(request.user),
+        },
+        status=status,
+    )
