@@ -297,6 +297,28 @@ CASHIER_BACKOFF = float(env("CASHIER_BACKOFF", "0.5"))  # seconds, doubled on ea
 CASHIER_CONCURRENCY = env_int("CASHIER_CONCURRENCY", 16)  # requests in flight (keep-alive)
 CASHIER_BATCH = env_int("CASHIER_BATCH", 2000)  # credits read and sent per batch
 
+# The wallet approvals pay into is recorded at approval from CASHIER_URL (docs/posting.md). In
+# production it must also be declared, so that a web process or worker that lost CASHIER_URL from
+# its environment refuses to start instead of approving payouts into the app's own ledger, where
+# they would be "posted" without ever reaching a player.
+WALLET = env("WALLET", "")
+if WALLET not in ("", "cashier", "ledger"):
+    raise ImproperlyConfigured(f"WALLET must be 'cashier' or 'ledger', not {WALLET!r}")
+if not WALLET and not DEBUG:
+    raise ImproperlyConfigured(
+        "WALLET is required when DEBUG is off: 'cashier' (with CASHIER_URL and CASHIER_TOKEN) "
+        "to pay players through the operator's cashier, or 'ledger' for the app's own ledger only"
+    )
+if WALLET == "cashier" and not (CASHIER_URL and CASHIER_TOKEN):
+    raise ImproperlyConfigured(
+        "WALLET=cashier needs CASHIER_URL and CASHIER_TOKEN: without them this process would "
+        "approve payouts into the app's own ledger instead of the cashier"
+    )
+if WALLET == "ledger" and CASHIER_URL:
+    raise ImproperlyConfigured(
+        "WALLET=ledger but CASHIER_URL is set: say WALLET=cashier, or unset CASHIER_URL"
+    )
+
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "refunds-admin@localhost")
 

@@ -37,11 +37,12 @@ def _free_port():
 def _production_env(**extra):
     # As an operator's environment: without the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE (which
     # check --deploy rightly refuses) or a DEBUG/HOST/PORT of the developer's.
-    unset = ("DEBUG", "HOST", "PORT", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    unset = ("DEBUG", "HOST", "PORT", "DJANGO_ALLOW_ASYNC_UNSAFE", "CASHIER_URL", "CASHIER_TOKEN")
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="127.0.0.1",
+        WALLET="ledger",
         PYTHONUNBUFFERED="1",
     )
     env.update({k: str(v) for k, v in extra.items()})
