@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "refunds_admin.ops",
     "refunds_admin.tournaments",
     "refunds_admin.incidents",
+    "refunds_admin.outages",
     "refunds_admin.proposals",
     "refunds_admin.ledger",
     "refunds_admin.notifications",
@@ -259,6 +260,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": 3600,
 }
 CELERY_TASK_PUBLISH_RETRY = False
+# An outage's batch prepare job without a heartbeat for this long is taken to be dead (its worker
+# was killed) and is continued by the next delivery or by starting it again.
+OUTAGE_PREPARE_STALE_AFTER = env_int("OUTAGE_PREPARE_STALE_AFTER", 300)
+# How many parts an outage's batch prepare is split into, for that many worker processes at once.
+OUTAGE_PREPARE_PARTS = env_int("OUTAGE_PREPARE_PARTS", 2)
 CELERY_BEAT_SCHEDULE = {
     "sweep-unposted-proposals": {"task": "ledger.sweep_unposted", "schedule": 60.0},
     "flag-overdue-incidents": {"task": "incidents.flag_overdue", "schedule": 60.0},

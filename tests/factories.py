@@ -394,3 +394,59 @@ def totp_code(user):
     device = mfa.confirmed_device(user)
     device.refresh_from_db()
     return mfa.code_for(device)
+
+
+# --------------------------------------------------------------------------------------------
+# Outages: one failure, many tournaments
+# --------------------------------------------------------------------------------------------
+
+OUTAGE_IDS = ("OUT-1", "OUT-2", "OUT-3")
+
+
+def outage(user, *, external_ids=OUTAGE_IDS, failed_ago=timedelta(minutes=40), docs=None):
+    """An outage of the standard tournaments (one per external id), recorded through the
+    service. `docs` maps an external id to extra snapshot_doc() arguments."""
+    from refunds_admin.outages import services as outages
+
+    tournaments = [
+        import_doc(user, external_id=x, **(docs or {}).get(x, {})).tournament for x in external_ids
+    ]
+    return outages.record_outage(
+        failed_at=timezone.now() - failed_ago,
+        cause="server_crash",
+        description="Data centre A lost power",
+        tournaments=tournaments,
+        acting_user=user,
+    )
+
+
+def cancelled_outage(user, **kwargs):
+    """An outage whose window passed: every tournament cancelled by `user`."""
+    from refunds_admin.outages import services as outages
+
+    return outages.cancel_rest_after_window(outage(user, **kwargs), acting_user=user)
+
+
+def prepared_outage(preparer, **kwargs):
+    """A cancelled outage whose batch prepare ran (in this process): every proposal submitted
+    by `preparer`."""
+    from refunds_admin.proposals import batches
+
+    cancelled = cancelled_outage(preparer, **kwargs)
+    run = batches.start_prepare(cancelled, acting_user=preparer)
+    batches.run_prepare(run.pk)
+    return cancelled
+
+
+def approve_outage(outage_, approver, *, only=None):
+    """A manager approves (all, or the given proposals of) the outage as reviewed."""
+    from refunds_admin.proposals import batches
+
+    shown = batches.review(outage_, only=only)["approvable"]
+    seen = {p.pk: p.fingerprint for p in shown}
+    return batches.approve_batch(
+        outage_,
+        seen=seen,
+        fingerprint=batches.outage_fingerprint(seen.values()),
+        acting_user=approver,
+    )

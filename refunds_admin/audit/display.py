@@ -341,3 +341,62 @@ def change_rows(event):
             }
         )
     return rows
+
+
+def _tournaments(after):
+    names = after.get("tournaments") or []
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"{len(names)} tournament{'s' if len(names) != 1 else ''} ({shown})"
+
+
+def _totals(after):
+    totals = after.get("totals") or {}
+    return ", ".join(display(v, c, symbol=False) for c, v in totals.items() if isinstance(v, int))
+
+
+# Outages: one failure, many tournaments. The outage's own events; each incident and proposal
+# keeps its own events too.
+SENTENCES.update(
+    {
+        "outage.recorded": lambda e, b, a: (
+            f"{e.actor_name} recorded outage {e.object_id}: failed at {a.get('failed_at')} "
+            f"({a.get('cause')}), {_tournaments(a)}"
+        ),
+        "incident.joined_outage": lambda e, b, a: (
+            f"Incident {e.object_id} on tournament {e.tournament_external_id} is part of outage "
+            f"{a.get('outage')}"
+        ),
+        "outage.tournament_added": lambda e, b, a: (
+            f"{e.actor_name} added tournament {a.get('tournament')} to outage {e.object_id}"
+        ),
+        "outage.resumed_marked": lambda e, b, a: (
+            f"{e.actor_name} marked play resumed at {a.get('resumed_at')} on {_tournaments(a)} "
+            f"of outage {e.object_id}: no payout for them"
+        ),
+        "outage.rest_not_resumable": lambda e, b, a: (
+            f"{e.actor_name} declared the rest of outage {e.object_id} not resumable: "
+            f"{_tournaments(a)} cancelled"
+        ),
+        "outage.window_passed": lambda e, b, a: (
+            f"Outage {e.object_id}: play did not resume within 30 minutes, {_tournaments(a)} "
+            f"cancelled (recorded by {e.actor_name})"
+        ),
+        "outage.site_wide_confirmed": lambda e, b, a: (
+            f"{e.actor_name} confirmed that site-wide issues impaired play throughout outage "
+            f"{e.object_id}: full refund for {_tournaments(a)}"
+        ),
+        "outage.prepare_started": lambda e, b, a: (
+            f"{e.actor_name} started preparing every proposal of outage {e.object_id} "
+            f"({a.get('tournaments')} tournaments)"
+        ),
+        "outage.prepared": lambda e, b, a: (
+            f"Batch prepare of outage {e.object_id} finished: {a.get('prepared', 0)} prepared, "
+            f"{a.get('unchanged', 0)} already up to date, {a.get('refused', 0)} refused, "
+            f"{a.get('skipped', 0)} not cancelled"
+        ),
+        "outage.batch_approved": lambda e, b, a: (
+            f"{e.actor_name} approved {a.get('count')} proposals of outage {e.object_id} at once "
+            f"({_totals(a)}), outage fingerprint {str(a.get('fingerprint', ''))[:12]}…"
+        ),
+    }
+)

@@ -2,7 +2,7 @@ from django.contrib import admin
 
 from refunds_admin.readonly_admin import ReadOnlyAdmin
 
-from .models import PayoutLine, PayoutProposal
+from .models import OutagePrepareRun, PayoutLine, PayoutProposal
 
 
 @admin.register(PayoutProposal)
@@ -42,3 +42,11 @@ class PayoutLineAdmin(ReadOnlyAdmin):
     search_fields = ("entry_id", "player_id", "screen_name")
     list_select_related = ("proposal",)
     show_full_result_count = False
+
+
+@admin.register(OutagePrepareRun)
+class OutagePrepareRunAdmin(ReadOnlyAdmin):
+    """Read-only: an outage's batch prepare runs and their progress."""
+
+    list_display = ("id", "outage", "state", "done", "total", "requested_by", "requested_at")
+    list_filter = ("state",)

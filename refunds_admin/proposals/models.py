@@ -183,3 +183,76 @@ class PayoutLine(models.Model):
                 name="payoutline_capped_position",
             ),
         ]
+
+
+class OutagePrepareRun(models.Model):
+    """One run of the outage's batch prepare (a Celery job): its progress bar and its results.
+
+    `done` of `total` incidents processed so far; each has an OutagePrepareResult.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    outage = models.ForeignKey(
+        "outages.Outage", on_delete=models.PROTECT, related_name="prepare_runs"
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    requested_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the job (after each tournament)."
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            # One batch prepare at a time per outage.
+            models.UniqueConstraint(
+                fields=["outage"],
+                condition=Q(state__in=["queued", "running"]),
+                name="one_running_prepare_per_outage",
+            ),
+            models.CheckConstraint(
+                condition=Q(done__lte=F("total")), name="prepare_done_within_total"
+            ),
+        ]
+
+    def __str__(self):
+        return f"Prepare run {self.pk} of outage {self.outage_id}: {self.done}/{self.total}"
+
+
+class OutagePrepareResult(models.Model):
+    """What the batch prepare did for one tournament of the outage."""
+
+    class Outcome(models.TextChoices):
+        PREPARED = "prepared", "Prepared and submitted"
+        UNCHANGED = "unchanged", "Already up to date"
+        REFUSED = "refused", "Refused"
+        SKIPPED = "skipped", "Not cancelled: nothing to prepare"
+
+    run = models.ForeignKey(OutagePrepareRun, on_delete=models.CASCADE, related_name="results")
+    incident = models.ForeignKey("incidents.Incident", on_delete=models.PROTECT, related_name="+")
+    outcome = models.CharField(max_length=10, choices=Outcome.choices)
+    proposal = models.ForeignKey(
+        PayoutProposal, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    message = models.TextField(blank=True)
+    problems = models.JSONField(default=list, blank=True)
+    seconds = models.FloatField(default=0, help_text="Time spent on this tournament.")
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "incident"], name="one_result_per_incident"),
+        ]

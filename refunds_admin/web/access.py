@@ -16,6 +16,7 @@ from django.urls import reverse
 from refunds_admin.accounts import mfa
 from refunds_admin.accounts.roles import CAN_READ, has_role
 from refunds_admin.incidents.models import Incident
+from refunds_admin.outages.models import Outage
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
@@ -90,3 +91,9 @@ def get_proposal_for(request, pk):
         ).defer("snapshot__document"),  # tens of MB for a big tournament; pages never show it
         pk=pk,
     )
+
+
+def get_outage_for(request, pk):
+    if not has_role(request.user, CAN_READ):
+        raise PermissionDenied
+    return get_object_or_404(Outage.objects.select_related("recorded_by"), pk=pk)

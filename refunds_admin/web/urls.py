@@ -5,6 +5,7 @@ from .views import (
     dashboard,
     incidents,
     notifications,
+    outages,
     players,
     proposals,
     reports,
@@ -36,6 +37,30 @@ urlpatterns = [
     path("incidents/<int:pk>/site-wide/", incidents.incident_site_wide, name="incident_site_wide"),
     path("incidents/<int:pk>/cancel/", incidents.incident_cancel, name="incident_cancel"),
     path("incidents/<int:pk>/prepare/", incidents.incident_prepare, name="incident_prepare"),
+    # Outages: one failure, many tournaments
+    path("outages/", outages.outage_list, name="outage_list"),
+    path("outages/new/", outages.outage_new, name="outage_new"),
+    path("outages/candidates/", outages.outage_candidates, name="outage_candidates"),
+    path("outages/<int:pk>/", outages.outage_detail, name="outage_detail"),
+    path("outages/<int:pk>/resumed/", outages.outage_resumed, name="outage_resumed"),
+    path(
+        "outages/<int:pk>/not-resumable/",
+        outages.outage_not_resumable,
+        name="outage_not_resumable",
+    ),
+    path("outages/<int:pk>/cancel/", outages.outage_cancel_rest, name="outage_cancel_rest"),
+    path("outages/<int:pk>/site-wide/", outages.outage_site_wide, name="outage_site_wide"),
+    path("outages/<int:pk>/add/", outages.outage_add, name="outage_add"),
+    path("outages/<int:pk>/prepare/", outages.outage_prepare, name="outage_prepare"),
+    path(
+        "outages/<int:pk>/prepare/progress/",
+        outages.outage_prepare_progress,
+        name="outage_prepare_progress",
+    ),
+    path("outages/<int:pk>/review/", outages.outage_review, name="outage_review"),
+    path("outages/<int:pk>/posting/", outages.outage_posting, name="outage_posting"),
+    path("outages/<int:pk>/report/", outages.outage_report, name="outage_report"),
+    path("outages/<int:pk>/report.csv", outages.outage_report_csv, name="outage_report_csv"),
     # Proposals, approval, posting
     path("proposals/<int:pk>/", proposals.proposal_detail, name="proposal_detail"),
     path(

@@ -1,0 +1,105 @@
+"""POST /api/outages: the game platform reports one failure across many tournaments.
+
+The same token scheme as POST /api/snapshots (`Authorization: Bearer <token>`, an ApiClient
+acting as a staff user whose role the service checks). All or nothing: a 4xx lists a problem per
+unknown or snapshot-less tournament (and per bad field), and nothing is recorded.
+"""
+
+import json
+from datetime import datetime
+
+from django.core.exceptions import PermissionDenied
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from refunds_admin.errors import Refused
+from refunds_admin.incidents.models import Incident
+from refunds_admin.outages import services as outage_services
+from refunds_admin.tournaments.services import authenticate_api_client
+
+from .api import _bearer_token, _error
+
+FIELDS = ("failed_at", "cause", "description", "external_ids")
+MAX_TOURNAMENTS = 5000
+
+
+def _parse(body):
+    """(fields, problems) from the request body."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, [("body", f"is not JSON: {exc}")]
+    if not isinstance(data, dict):
+        return None, [("body", "must be a JSON object")]
+    problems = [(k, "is not a field of an outage") for k in data if k not in FIELDS]
+    failed_at = None
+    raw = data.get("failed_at")
+    if not isinstance(raw, str):
+        problems.append(("failed_at", "is required (ISO 8601 with an offset)"))
+    else:
+        try:
+            failed_at = datetime.fromisoformat(raw)
+        except ValueError:
+            problems.append(("failed_at", f"{raw!r} is not an ISO 8601 date and time"))
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        problems.append(("description", "must be a string"))
+    cause = data.get("cause")
+    if not isinstance(cause, str):
+        problems.append(("cause", "is required"))
+    elif cause not in Incident.Cause.values:
+        problems.append(("cause", f"{cause!r} is not one of {', '.join(Incident.Cause.values)}"))
+    ids = data.get("external_ids")
+    if isinstance(ids, list) and len(ids) > MAX_TOURNAMENTS:
+        problems.append(("external_ids", f"at most {MAX_TOURNAMENTS} tournaments per outage"))
+    fields = {
+        "failed_at": failed_at,
+        "cause": cause,
+        "description": description if isinstance(description, str) else "",
+        "external_ids": ids,
+    }
+    return fields, problems
+
+
+@csrf_exempt
+@require_POST
+def outages(request):
+    """Record an outage: one failure across the listed tournaments, all or nothing. A 400 lists
+    a problem per unknown or snapshot-less tournament (by its external id) and per bad field.
+    The same call again (a retry) answers 200 with the outage already recorded."""
+    client = authenticate_api_client(_bearer_token(request))
+    if client is None:
+        return _error(
+            401, "A valid API token is required.", WWW_Authenticate='Bearer realm="refunds_admin"'
+        )
+    fields, problems = _parse(request.body)
+    refused = "The outage was refused; nothing was recorded."
+    if fields is None:
+        return _error(400, refused, problems)
+    try:
+        if problems:
+            # Malformed fields: still name every unknown tournament, so one answer lists all.
+            _, unknown = outage_services.resolve_external_ids(fields["external_ids"])
+            raise Refused(refused, problems=problems + unknown)
+        outage, created = outage_services.record_outage_for_external_ids(
+            acting_user=client.acting_user, **fields
+        )
+    except PermissionDenied as e:
+        return _error(403, str(e) or "This client's user may not record outages.")
+    except Refused as e:
+        return _error(400, e.message, e.problems)
+    members = outage_services.incidents_of(outage)
+    return JsonResponse(
+        {
+            "id": outage.pk,
+            "failed_at": outage.failed_at.isoformat(),
+            "cause": outage.cause,
+            "deadline": outage.deadline.isoformat(),
+            "incidents": [
+                {"id": i.pk, "external_id": i.tournament.external_id, "rule": i.rule}
+                for i in members
+            ],
+        },
+        status=201 if created else 200,
+    )

@@ -1,0 +1,490 @@
+"""Outage pages: record one failure across many tournaments, run its window, prepare, review and
+approve every proposal at once, follow the posting, read the report. Thin: the services decide."""
+
+import csv
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
+from refunds_admin.audit.display import describe
+from refunds_admin.audit.models import AuditEvent
+from refunds_admin.errors import Refused
+from refunds_admin.incidents.models import Incident
+from refunds_admin.outages import services as outage_services
+from refunds_admin.outages.models import Outage
+from refunds_admin.payouts.labels import rule_label
+from refunds_admin.payouts.money import display, format_cents
+from refunds_admin.proposals import batches
+from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.reports import outages as outage_reports
+from refunds_admin.tournaments.models import Tournament
+
+from ..access import get_outage_for, role_required
+from ..forms import ApproveForm, JustificationForm, ReasonForm
+from ..outage_forms import AddTournamentForm, OutageForm, OutageResumedForm
+
+CANDIDATES_SHOWN = 500
+
+
+def _now_local():
+    return timezone.localtime().replace(microsecond=0)
+
+
+@role_required(CAN_READ)
+def outage_list(request):
+    outages = (
+        Outage.objects.select_related("recorded_by")
+        .annotate(tournaments=Count("members"))
+        .order_by("-failed_at", "-id")[:100]
+    )
+    rows = [(o, o.tournaments) for o in outages]
+    return render(request, "web/outage_list.html", {"rows": rows})
+
+
+# --------------------------------------------------------------------------------------------
+# Recording
+# --------------------------------------------------------------------------------------------
+
+
+def _candidates_context(form):
+    """The tournaments running at the typed failure time (matching the search), and those already
+    chosen (always listed, so a search never drops a choice)."""
+    data = getattr(form, "cleaned_data", None) or {}
+    failed_at = data.get("failed_at")
+    chosen = list(data.get("tournaments") or [])
+    if failed_at is None:
+        return {"candidates": [], "chosen_ids": set(), "failed_at": None, "running": 0}
+    running = outage_services.tournaments_running_at(failed_at)
+    matching = list(
+        outage_services.tournaments_running_at(failed_at, data.get("q", ""))[:CANDIDATES_SHOWN]
+    )
+    chosen_ids = {t.pk for t in chosen}
+    shown = {m.pk for m in matching}
+    # Ticked but not matching the search: still listed (first), with their snapshot.
+    kept = list(
+        Tournament.objects.filter(pk__in=chosen_ids - shown)
+        .select_related("current_snapshot")
+        .order_by("external_id")
+    )
+    listed = kept + matching
+    return {
+        "candidates": listed,
+        "chosen_ids": chosen_ids,
+        "failed_at": failed_at,
+        "running": running.count(),
+        "truncated": len(matching) >= CANDIDATES_SHOWN,
+    }
+
+
+@role_required(CAN_PREPARE)
+@require_http_methods(["GET", "POST"])
+def outage_new(request):
+    refused = None
+    if request.method == "POST":
+        form = OutageForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                outage = outage_services.record_outage(
+                    failed_at=data["failed_at"],
+                    cause=data["cause"],
+                    description=data["description"],
+                    people_involved=data["people_involved"],
+                    tournaments=list(data["tournaments"]),
+                    acting_user=request.user,
+                )
+            except Refused as exc:
+                refused = exc
+            else:
+                messages.success(
+                    request,
+                    f"Outage {outage.pk} recorded for {outage.members.count()} tournaments.",
+                )
+                return redirect("outage_detail", pk=outage.pk)
+        probe = form
+    else:
+        data = request.GET.copy()
+        data.setdefault("failed_at", _now_local().strftime("%Y-%m-%dT%H:%M:%S"))
+        data.setdefault("cause", Incident.Cause.SERVER_CRASH)
+        probe = OutageForm(data)
+        probe.is_valid()  # only to read the failure time for the candidates
+        form = OutageForm(initial={k: data.get(k) for k in OutageForm.base_fields if k in data})
+    context = {"form": form, "refused": refused, **_candidates_context(probe)}
+    return render(
+        request,
+        "web/outage_form.html",
+        context,
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@role_required(CAN_PREPARE)
+def outage_candidates(request):
+    """htmx: the tournaments running at the typed failure time, searchable."""
+    form = OutageForm(request.GET)
+    form.is_valid()
+    return render(request, "web/outage_form.html#candidates", _candidates_context(form))
+
+
+# --------------------------------------------------------------------------------------------
+# The outage page: the window and the decisions
+# --------------------------------------------------------------------------------------------
+
+
+def _detail_context(request, outage):
+    incidents = list(outage_services.incidents_of(outage).select_related("closed_by"))
+    user = request.user
+    now = timezone.now()
+    open_ = [i for i in incidents if i.status == Incident.Status.OPEN]
+    cancelled = [i for i in incidents if i.status == Incident.Status.CANCELLED]
+    proposals = {p.incident_id: p for p in batches.live_proposals(outage)}
+    events = [
+        (e, describe(e))
+        for e in AuditEvent.objects.filter(object_type="outage", object_id=str(outage.pk)).order_by(
+            "created_at", "id"
+        )
+    ]
+    candidates = outage_services.tournaments_running_at(outage.failed_at)
+    return {
+        "outage": outage,
+        "rows": [(i, proposals.get(i.pk)) for i in incidents],
+        "open_count": len(open_),
+        "cancelled_count": len(cancelled),
+        "overdue": bool(open_) and now > outage.deadline,
+        "in_window": now <= outage.deadline,
+        "events": events,
+        "prepare": batches.prepare_progress(outage),
+        "may_mark_resumed": bool(open_) and has_role(user, CAN_PREPARE),
+        "may_declare": bool(open_) and has_role(user, CAN_DECIDE),
+        "may_cancel_rest": bool(open_) and now > outage.deadline and has_role(user, CAN_PREPARE),
+        "may_confirm_site_wide": not outage.site_wide_issue and has_role(user, CAN_DECIDE),
+        "may_add": bool(open_) and has_role(user, CAN_PREPARE),
+        "may_prepare": bool(cancelled) and has_role(user, CAN_PREPARE),
+        "resumed_form": OutageResumedForm(initial={"resumed_at": _now_local()}),
+        "reason_form": ReasonForm(),
+        "justification_form": JustificationForm(),
+        "add_form": AddTournamentForm(candidates=candidates),
+    }
+
+
+@role_required(CAN_READ)
+def outage_detail(request, pk):
+    outage = get_outage_for(request, pk)
+    return render(request, "web/outage_detail.html", _detail_context(request, outage))
+
+
+def _act(request, pk, roles, perform, done):
+    """Run one outage action; a refusal comes back as a message naming every tournament."""
+    outage = get_outage_for(request, pk)
+    if not has_role(request.user, roles):
+        raise PermissionDenied
+    try:
+        perform(outage)
+    except Refused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done)
+    return redirect("outage_detail", pk=pk)
+
+
+def _form_or_refuse(form):
+    if not form.is_valid():
+        problems = [(k, " ".join(v)) for k, v in form.errors.items()]
+        raise Refused("Check the form.", problems=problems)
+    return form.cleaned_data
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def outage_resumed(request, pk):
+    def perform(outage):
+        ids = [i.pk for i in outage_services.incidents_of(outage)]
+        data = _form_or_refuse(OutageResumedForm(request.POST, incident_ids=ids))
+        outage_services.mark_resumed(
+            outage, data["incidents"], resumed_at=data["resumed_at"], acting_user=request.user
+        )
+
+    return _act(request, pk, CAN_PREPARE, perform, "Play resumed on the chosen tournaments.")
+
+
+@role_required(CAN_DECIDE)
+@require_POST
+def outage_not_resumable(request, pk):
+    def perform(outage):
+        data = _form_or_refuse(ReasonForm(request.POST))
+        outage_services.declare_rest_not_resumable(
+            outage, reason=data["reason"], acting_user=request.user
+        )
+
+    return _act(
+        request,
+        pk,
+        CAN_DECIDE,
+        perform,
+        "Declared not resumable: every tournament still open is cancelled.",
+    )
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def outage_cancel_rest(request, pk):
+    def perform(outage):
+        outage_services.cancel_rest_after_window(outage, acting_user=request.user)
+
+    return _act(
+        request,
+        pk,
+        CAN_PREPARE,
+        perform,
+        "The 30 minutes passed: every tournament still open is cancelled.",
+    )
+
+
+@role_required(CAN_DECIDE)
+@require_POST
+def outage_site_wide(request, pk):
+    def perform(outage):
+        data = _form_or_refuse(JustificationForm(request.POST))
+        outage_services.confirm_site_wide_issue(
+            outage, justification=data["justification"], acting_user=request.user
+        )
+
+    return _act(
+        request,
+        pk,
+        CAN_DECIDE,
+        perform,
+        "Site-wide issue confirmed: rule 1 (full refund) applies to every tournament.",
+    )
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def outage_add(request, pk):
+    def perform(outage):
+        candidates = outage_services.tournaments_running_at(outage.failed_at)
+        data = _form_or_refuse(AddTournamentForm(request.POST, candidates=candidates))
+        outage_services.add_tournament(outage, data["tournament"], acting_user=request.user)
+
+    return _act(request, pk, CAN_PREPARE, perform, "Tournament added to the outage.")
+
+
+# --------------------------------------------------------------------------------------------
+# Batch prepare
+# --------------------------------------------------------------------------------------------
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def outage_prepare(request, pk):
+    def perform(outage):
+        batches.start_prepare(outage, acting_user=request.user)
+
+    return _act(
+        request, pk, CAN_PREPARE, perform, "Preparing every proposal: follow the progress below."
+    )
+
+
+@role_required(CAN_READ)
+def outage_prepare_progress(request, pk):
+    """htmx: the batch prepare's progress bar and per-tournament results, polled while it runs."""
+    outage = get_outage_for(request, pk)
+    prepare = batches.prepare_progress(outage)
+    response = render(
+        request, "web/outage_detail.html#prepare", {"outage": outage, "prepare": prepare}
+    )
+    if request.htmx and prepare is not None and not prepare["active"]:
+        # Finished: reload the whole page, so that the tournaments show their proposals.
+        response["HX-Refresh"] = "true"
+    return response
+
+
+# --------------------------------------------------------------------------------------------
+# Batch review and approval
+# --------------------------------------------------------------------------------------------
+
+
+def _only(request):
+    ids = [int(x) for x in request.GET.getlist("only") if x.isdigit()]
+    return ids or None
+
+
+def _seen(request):
+    seen = {}
+    for value in request.POST.getlist("seen"):
+        pk, _, fingerprint = value.partition(":")
+        if pk.isdigit():
+            seen[int(pk)] = fingerprint
+    return seen
+
+
+@role_required(CAN_READ)
+@require_http_methods(["GET", "POST"])
+def outage_review(request, pk):
+    """Every proposal of the outage on one page; a manager approves all of them (or the selection
+    reviewed with ?only=...) with their password, quoting the outage fingerprint shown."""
+    outage = get_outage_for(request, pk)
+    only = _only(request)
+    refused = None
+    status = 200
+    approve_form = ApproveForm(user=request.user, request=request)
+    if request.method == "POST":
+        if not has_role(request.user, CAN_DECIDE):
+            raise PermissionDenied("Only a manager may approve proposals.")
+        approve_form = ApproveForm(request.POST, user=request.user, request=request)
+        status = 400
+        if approve_form.is_valid():
+            try:
+                batches.approve_batch(
+                    outage,
+                    seen=_seen(request),
+                    fingerprint=approve_form.cleaned_data["fingerprint"],
+                    acting_user=request.user,
+                )
+            except Refused as exc:
+                refused = exc
+            except PermissionDenied as exc:
+                refused = Refused(str(exc) or "You may not approve these proposals.")
+                status = 403
+            else:
+                messages.success(request, "Batch approved: posting the credits has started.")
+                return redirect("outage_posting", pk=pk)
+    data = batches.review(outage, only=only)
+    user = request.user
+    own = [p for p in data["approvable"] if user.pk in (p.prepared_by_id, p.submitted_by_id)]
+    approve_form.initial["fingerprint"] = data["fingerprint"]
+    if approve_form.is_bound:
+        # Quote what is shown now: a changed batch must be reviewed (and confirmed) again.
+        posted = request.POST.copy()
+        posted["fingerprint"] = data["fingerprint"]
+        approve_form.data = posted
+    context = {
+        "outage": outage,
+        "only": only,
+        **data,
+        "display_rows": _review_display(data["rows"]),
+        "own": own,
+        "may_approve": bool(data["approvable"]) and has_role(user, CAN_DECIDE) and not own,
+        "approve_form": approve_form,
+        "refused": refused,
+    }
+    return render(request, "web/outage_review.html", context, status=status)
+
+
+_STATUS_LABELS = dict(PayoutProposal.Status.choices)
+
+
+def _review_display(rows):
+    """The review rows with their numbers already formatted and links built: 200 proposals x
+    a dozen template filters cost more than the queries, and the page has 100 ms."""
+    url = reverse("proposal_detail", args=[0]).replace("/0/", "/{}/")
+    shown = []
+    for row in rows:
+        p = row["proposal"]
+        shown.append(
+            {
+                "pk": p.pk,
+                "url": url.format(p.pk),
+                "version": p.version,
+                "status": p.status,
+                "status_label": _STATUS_LABELS.get(p.status, p.status),
+                "external_id": row["tournament"].external_id,
+                "name": row["tournament"].name,
+                "rule": rule_label(p.rule),
+                "entries": f"{p.lines_count:,}",
+                "capped": f"{row['capped']:,}",
+                "is_capped": bool(row["capped"]),
+                "total": display(p.total_cents, p.currency, symbol=False),
+                "warnings": p.warnings,
+                "stale": row["stale"],
+                "prepared_by": p.prepared_by.username,
+                "submitted_by": p.submitted_by.username if p.submitted_by_id else "—",
+            }
+        )
+    return shown
+
+
+# --------------------------------------------------------------------------------------------
+# Posting progress and the report
+# --------------------------------------------------------------------------------------------
+
+
+@role_required(CAN_READ)
+def outage_posting(request, pk):
+    outage = get_outage_for(request, pk)
+    template = "web/outage_posting.html"
+    if request.htmx:
+        template += "#posting"
+    return render(
+        request,
+        template,
+        {"outage": outage, "progress": outage_reports.posting_progress(outage)},
+    )
+
+
+@role_required(CAN_READ)
+def outage_report(request, pk):
+    outage = get_outage_for(request, pk)
+    return render(
+        request,
+        "web/outage_report.html",
+        {"outage": outage, "report": outage_reports.report(outage)},
+    )
+
+
+REPORT_HEADER = (
+    "tournament",
+    "name",
+    "incident_status",
+    "rule",
+    "currency",
+    "proposal_status",
+    "total",
+    "entries_paid",
+    "players_paid",
+    "failed_at",
+    "cancelled_at",
+    "approved_at",
+    "posted_at",
+)
+
+
+def _iso(value):
+    return value.isoformat() if value else ""
+
+
+@role_required(CAN_READ)
+def outage_report_csv(request, pk):
+    outage = get_outage_for(request, pk)
+    report = outage_reports.report(outage)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="outage-{outage.pk}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(REPORT_HEADER)
+    for row in report["rows"]:
+        p = row["proposal"]
+        writer.writerow(
+            [
+                row["tournament"].external_id,
+                row["tournament"].name,
+                row["incident"].status,
+                row["rule"],
+                row["currency"],
+                p.status if p else "",
+                format_cents(row["total_cents"]),
+                row["entries_paid"],
+                row["players_paid"],
+                _iso(outage.failed_at),
+                _iso(row["cancelled_at"]),
+                _iso(row["approved_at"]),
+                _iso(row["posted_at"]),
+            ]
+        )
+    return response
