@@ -1,12 +1,8 @@
 """Two managers at once: compare-and-set leaves exactly one outcome (real PostgreSQL
 connections in two threads; each thread has its own Django connection)."""
 
-import threading
-
 import pytest
 from django.contrib.auth.models import Group
-from django.core.exceptions import PermissionDenied
-from django.db import connections
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
@@ -14,6 +10,7 @@ from refunds_admin.proposals import services
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
+from .concurrency import at_once
 from .factories import cancelled_incident
 
 pytestmark = pytest.mark.postgres
@@ -39,37 +36,16 @@ def _managers(django_user_model, *names):
     return users
 
 
-def _at_once(*actions):
-    """Run the actions in threads released together; return what each returned or raised."""
-    barrier = threading.Barrier(len(actions))
-    outcomes = [None] * len(actions)
-
-    def run(i, action):
-        try:
-            barrier.wait()
-            outcomes[i] = action()
-        except (Refused, PermissionDenied) as e:
-            outcomes[i] = e
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(actions)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    return outcomes
-
-
 def test_it_approves_once_when_two_managers_approve_at_once(submitted, django_user_model):
     m1, m2 = _managers(django_user_model, "mia", "max")
-    outcomes = _at_once(
+    outcomes = at_once(
         lambda: services.approve_proposal(
             submitted, acting_user=m1, fingerprint=submitted.fingerprint
         ),
         lambda: services.approve_proposal(
             submitted, acting_user=m2, fingerprint=submitted.fingerprint
         ),
+        timeout=30,
     )
     refused = [o for o in outcomes if isinstance(o, Refused)]
     approved = [o for o in outcomes if isinstance(o, PayoutProposal)]
@@ -82,11 +58,12 @@ def test_it_approves_once_when_two_managers_approve_at_once(submitted, django_us
 
 def test_it_has_one_outcome_when_approve_and_reject_race(submitted, django_user_model):
     m1, m2 = _managers(django_user_model, "mia", "max")
-    outcomes = _at_once(
+    outcomes = at_once(
         lambda: services.approve_proposal(
             submitted, acting_user=m1, fingerprint=submitted.fingerprint
         ),
         lambda: services.reject_proposal(submitted, acting_user=m2, reason="numbers look off"),
+        timeout=30,
     )
     assert sum(isinstance(o, PayoutProposal) for o in outcomes) == 1, outcomes
     assert sum(isinstance(o, Refused) for o in outcomes) == 1, outcomes

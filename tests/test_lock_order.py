@@ -2,16 +2,14 @@
 approving at the same moment, on real PostgreSQL connections in two threads, never deadlocks;
 one of them wins and the other is refused with a reason."""
 
-import threading
-
 import pytest
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
-from django.db import connections
 
 from refunds_admin.errors import Refused
 from refunds_admin.proposals import services
 from refunds_admin.proposals.models import PayoutProposal
+from tests.concurrency import at_once
 from tests.factories import submitted_proposal
 
 pytestmark = pytest.mark.postgres
@@ -23,28 +21,6 @@ def _user(django_user_model, name, role):
     user = django_user_model.objects.create(username=name)
     user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
-
-
-def _at_once(*actions):
-    """Run the actions in threads released together; what each returned, or raised."""
-    barrier = threading.Barrier(len(actions))
-    outcomes = [None] * len(actions)
-
-    def run(i, action):
-        try:
-            barrier.wait()
-            outcomes[i] = action()
-        except Exception as e:  # noqa: BLE001 - a deadlock must show up as an outcome
-            outcomes[i] = e
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(actions)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    return outcomes
 
 
 def test_it_never_deadlocks_when_prepare_and_approve_race(transactional_db, django_user_model):
@@ -61,7 +37,7 @@ def test_it_never_deadlocks_when_prepare_and_approve_race(transactional_db, djan
         ]
         if n % 2:
             actions.reverse()
-        outcomes = _at_once(*actions)
+        outcomes = at_once(*actions, catch=Exception)
         unexpected = [o for o in outcomes if not isinstance(o, (PayoutProposal, Refused))]
         assert not unexpected, f"round {n}: {unexpected!r}"  # a deadlock lands here
         assert not any(isinstance(o, PermissionDenied) for o in outcomes)

@@ -2,18 +2,15 @@
 connections, one per thread): each proposal ends approved exactly once, and each batch is
 approved whole or not at all."""
 
-import threading
-
 import pytest
 from django.contrib.auth.models import Group
-from django.core.exceptions import PermissionDenied
-from django.db import connections
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import PayoutProposal
 
+from .concurrency import at_once
 from .factories import prepared_outage
 
 pytestmark = pytest.mark.postgres
@@ -42,27 +39,6 @@ def _batch(outage, ids):
     return seen, batches.outage_fingerprint(seen.values())
 
 
-def _at_once(*actions):
-    barrier = threading.Barrier(len(actions))
-    outcomes = [None] * len(actions)
-
-    def run(i, action):
-        try:
-            barrier.wait()
-            outcomes[i] = action()
-        except (Refused, PermissionDenied) as e:
-            outcomes[i] = e
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(actions)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    return outcomes
-
-
 @pytest.mark.parametrize("attempt", range(3))
 def test_each_proposal_is_approved_exactly_once_when_two_batches_overlap(
     outage, django_user_model, attempt
@@ -73,7 +49,7 @@ def test_each_proposal_is_approved_exactly_once_when_two_batches_overlap(
     first, second = ids[:3], ids[2:]  # they share the middle proposal
     seen1, fp1 = _batch(outage, first)
     seen2, fp2 = _batch(outage, second)
-    outcomes = _at_once(
+    outcomes = at_once(
         lambda: batches.approve_batch(outage, seen=seen1, fingerprint=fp1, acting_user=m1),
         lambda: batches.approve_batch(outage, seen=seen2, fingerprint=fp2, acting_user=m2),
     )

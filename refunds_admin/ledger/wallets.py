@@ -27,6 +27,9 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from refunds_admin.ledger.http import NotSent as _NotSent
+from refunds_admin.ledger.http import Unknown as _Unknown
+from refunds_admin.ledger.http import backoff_delay, json_or_none
 from refunds_admin.payouts.money import AmountError, format_cents, parse_amount
 from refunds_admin.proposals.posting import CASHIER, LEDGER, configured_wallet, describe_wallet
 
@@ -63,14 +66,6 @@ class Outcome:
     cashier_credit_id: str = ""
     error: str = ""
     status: int = 0
-
-
-class _Unknown(Exception):
-    """The request was sent but no answer came back: it may have been applied."""
-
-
-class _NotSent(Exception):
-    """The request never reached the cashier (connection refused): safe to send again."""
 
 
 class _Halted(Exception):
@@ -158,21 +153,11 @@ class CashierWallet:
             raise _Unknown(str(exc) or type(exc).__name__) from exc
         if response.will_close:
             self._drop_connection()
-        try:
-            payload = json.loads(raw) if raw else None
-        except ValueError:
-            payload = None
-        return response.status, payload, response.headers
+        return response.status, json_or_none(raw), response.headers
 
     def _delay(self, attempt, retry_after=None):
         """Capped exponential backoff; the cashier's Retry-After (seconds) wins when given."""
-        delay = min(self.max_wait, self.backoff * (2 ** (attempt - 1)))
-        if retry_after:
-            try:
-                delay = min(self.max_wait, max(0.0, float(retry_after)))
-            except ValueError:
-                pass
-        return delay
+        return backoff_delay(attempt, self.backoff, self.max_wait, retry_after)
 
     def _sleep(self, delay, halt):
         """Sleep in this thread only; stop early when another credit halted the delivery.

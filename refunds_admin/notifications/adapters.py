@@ -13,20 +13,20 @@ connection per sending thread: a 100k-player posting is 100k requests. Only the 
 library (http.client) is used.
 """
 
-import json
 import logging
 import smtplib
-import socket
-import ssl
 import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
+
+from refunds_admin.ledger.http import KeepAlive, backoff_delay, json_or_none
+from refunds_admin.ledger.http import NotSent as _NotSent
+from refunds_admin.ledger.http import Unknown as _Unknown
 
 from .models import Channel
 
@@ -53,83 +53,6 @@ class Content:
     subject: str
     text: str
     html: str
-
-
-class _Unknown(Exception):
-    """Sent, but no answer came back: it may have been delivered."""
-
-
-class _NotSent(Exception):
-    """The request never reached the service: safe to send again."""
-
-
-class _KeepAlive:
-    """A small HTTP/1.1 client over one keep-alive socket. http.client parses every response's
-    headers with the e-mail parser, which is most of a request's cost at 100k messages; this
-    reads the status line, the headers and a Content-Length or chunked body, nothing more."""
-
-    def __init__(self, scheme: str, host: str, port: int | None, timeout: float) -> None:
-        self.scheme, self.host, self.timeout = scheme, host, timeout
-        self.port = port or (443 if scheme == "https" else 80)
-        self.sock: Any = None
-        self.file: Any = None
-
-    @property
-    def connected(self):
-        return self.sock is not None
-
-    def connect(self):
-        sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.scheme == "https":
-            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
-        self.sock, self.file = sock, sock.makefile("rb")
-
-    def close(self):
-        if self.file is not None:
-            self.file.close()
-        if self.sock is not None:
-            self.sock.close()
-        self.sock = self.file = None
-
-    def send(self, method, path, body, headers):
-        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        lines.append(f"Content-Length: {len(body or b'')}")
-        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
-
-    def read_response(self):
-        line = self.file.readline(65537)
-        if not line:
-            raise ConnectionError("the server closed the connection without answering")
-        parts = line.split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/"):
-            raise ValueError(f"not an HTTP status line: {line[:80]!r}")
-        status = int(parts[1])
-        headers = {}
-        while True:
-            line = self.file.readline(65537)
-            if line in (b"\r\n", b"\n", b""):
-                break
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            chunks = []
-            while True:
-                size = int(self.file.readline(1024).split(b";")[0], 16)
-                if size == 0:
-                    while self.file.readline(65537) not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                chunks.append(self.file.read(size))
-                self.file.readline(3)
-            raw = b"".join(chunks)
-        else:
-            length = int(headers.get("content-length", "0"))
-            raw = self.file.read(length) if length else b""
-            if len(raw) < length:
-                raise ConnectionError("the answer was cut short")
-        return status, headers, raw
 
 
 class WebhookNotifier:
@@ -161,7 +84,7 @@ class WebhookNotifier:
     def _connection(self):
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = _KeepAlive(self.scheme, self.host, self.port, self.timeout)
+            conn = self._local.conn = KeepAlive(self.scheme, self.host, self.port, self.timeout)
             with self._lock:
                 self._open.append(conn)
         return conn
@@ -211,21 +134,11 @@ class WebhookNotifier:
                 raise _Unknown(str(exc) or type(exc).__name__) from exc
             if response_headers.get("connection", "").lower() == "close":
                 self._drop()
-            try:
-                payload = json.loads(raw) if raw else None
-            except ValueError:
-                payload = None
-            return status, payload, response_headers
+            return status, json_or_none(raw), response_headers
         raise _Unknown("connection closed twice")  # pragma: no cover - loop always returns
 
     def _wait(self, attempt, retry_after=None):
-        delay = min(self.max_wait, self.backoff * (2 ** (attempt - 1)))
-        if retry_after:
-            try:
-                delay = min(self.max_wait, max(0.0, float(retry_after)))
-            except ValueError:
-                pass
-        time.sleep(delay)
+        time.sleep(backoff_delay(attempt, self.backoff, self.max_wait, retry_after))
 
     # -- the protocol ------------------------------------------------------------------------------
 

@@ -214,20 +214,25 @@ def outage_resumed(request, pk):
     return _act(request, pk, CAN_PREPARE, perform, "Play resumed on the chosen tournaments.")
 
 
+def _decide_with_text(request, pk, form_class, field, decide, done):
+    """A manager's decision that needs one written field (a reason, a justification)."""
+
+    def perform(outage):
+        data = _form_or_refuse(form_class(request.POST))
+        decide(outage, **{field: data[field]}, acting_user=request.user)
+
+    return _act(request, pk, CAN_DECIDE, perform, done)
+
+
 @role_required(CAN_DECIDE)
 @require_POST
 def outage_not_resumable(request, pk):
-    def perform(outage):
-        data = _form_or_refuse(ReasonForm(request.POST))
-        outage_services.declare_rest_not_resumable(
-            outage, reason=data["reason"], acting_user=request.user
-        )
-
-    return _act(
+    return _decide_with_text(
         request,
         pk,
-        CAN_DECIDE,
-        perform,
+        ReasonForm,
+        "reason",
+        outage_services.declare_rest_not_resumable,
         "Declared not resumable: every tournament still open is cancelled.",
     )
 
@@ -250,17 +255,12 @@ def outage_cancel_rest(request, pk):
 @role_required(CAN_DECIDE)
 @require_POST
 def outage_site_wide(request, pk):
-    def perform(outage):
-        data = _form_or_refuse(JustificationForm(request.POST))
-        outage_services.confirm_site_wide_issue(
-            outage, justification=data["justification"], acting_user=request.user
-        )
-
-    return _act(
+    return _decide_with_text(
         request,
         pk,
-        CAN_DECIDE,
-        perform,
+        JustificationForm,
+        "justification",
+        outage_services.confirm_site_wide_issue,
         "Site-wide issue confirmed: rule 1 (full refund) applies to every tournament.",
     )
 
