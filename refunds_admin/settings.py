@@ -91,7 +91,14 @@ INSTALLED_APPS = [
     "refunds_admin.web",
 ]
 
+# How many reverse proxies of ours stand in front of the app, each appending to X-Forwarded-For
+# (0: none, REMOTE_ADDR is the client). Never more than there really are: a higher number lets a
+# client choose its own address and dodge the sign-in lockout.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+
 MIDDLEWARE = [
+    # The client's address, before anything logs or counts it (ops.middleware).
+    "refunds_admin.ops.middleware.ClientAddressMiddleware",
     # First: every request (static files, redirects and health checks too) gets its request id
     # and one log line.
     "refunds_admin.audit.middleware.RequestContextMiddleware",

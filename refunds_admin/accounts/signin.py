@@ -33,8 +33,8 @@ def username_for_lockout(request, credentials):
 
 
 def client_address(request):
-    """AXES_CLIENT_IP_CALLABLE: the peer address. X-Forwarded-For is not trusted here: behind a
-    proxy, the proxy must set REMOTE_ADDR (e.g. gunicorn's forwarded_allow_ips)."""
+    """AXES_CLIENT_IP_CALLABLE: the client's address. Behind proxies, ClientAddressMiddleware
+    (TRUSTED_PROXY_COUNT) has already put the client's address in REMOTE_ADDR."""
     return request.META.get("REMOTE_ADDR") or ""
 
 

@@ -23,6 +23,28 @@ _PK_FIELDS = {
 _ID_KWARGS = {"proposal_id", "incident_id", "tournament_id", "outage_id"}
 
 
+class ClientAddressMiddleware:
+    """Behind the operator's proxies, REMOTE_ADDR is the nearest proxy's address, so the sign-in
+    lockout, the logs and the audit would see every staff member as one address. With
+    TRUSTED_PROXY_COUNT = N, the client is the address the outermost of our N proxies saw: the
+    Nth entry from the right of X-Forwarded-For. Entries further left are whatever the client
+    sent and are never trusted. With N = 0 (the default, no proxy) nothing changes."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        proxies = settings.TRUSTED_PROXY_COUNT
+        if proxies:
+            hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+            hops = [h for h in hops if h]
+            if hops:
+                # Fewer hops than proxies: the request came through fewer of them; the leftmost
+                # one any of our proxies added is still the client.
+                request.META["REMOTE_ADDR"] = hops[-min(proxies, len(hops))]
+        return self.get_response(request)
+
+
 class HealthCheckMiddleware:
     """GET /healthz for load balancers: no login, no host check, no HTTPS redirect, JSON that
     names the state of the database, the broker and the heartbeats and nothing else."""

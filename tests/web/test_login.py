@@ -134,3 +134,24 @@ def test_it_sends_a_superuser_or_manager_without_an_authenticator_to_enrol(
 def test_the_enrolled_fixture_has_a_working_code(manager):
     assert totp_code(manager).isdigit()
     assert enrol_device  # the helper the personas use
+
+
+def test_it_counts_failures_per_client_behind_the_proxy(client, support, settings):
+    """Behind one proxy (TRUSTED_PROXY_COUNT=1) every request comes from the proxy's address;
+    the lockout keys on the client address the proxy appended to X-Forwarded-For, and what the
+    client itself put further left is ignored."""
+    from django.test import Client
+
+    settings.TRUSTED_PROXY_COUNT = 1
+    attacker = {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_FORWARDED_FOR": "1.2.3.4, 203.0.113.9"}
+    statuses = [
+        _sign_in(client, support.username, "nope", **attacker).status_code for _ in range(5)
+    ]
+    assert statuses == [200, 200, 200, 200, 429]
+    # Another spoofed "client" in front of the same real address is still locked out.
+    spoofed = {**attacker, "HTTP_X_FORWARDED_FOR": "9.9.9.9, 203.0.113.9"}
+    assert _sign_in(client, support.username, "pw-sam_support", **spoofed).status_code == 429
+    # A colleague elsewhere, through the same proxy, signs in as usual.
+    colleague = {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_FORWARDED_FOR": "198.51.100.7"}
+    response = _sign_in(Client(), support.username, "pw-sam_support", **colleague)
+    assert response.status_code == 302
