@@ -149,6 +149,13 @@ TEMPLATES = [
 DATABASE_URL = env("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # A database host that drops packets (rather than refusing) must not hold a request, or
+        # /healthz, for the operating system's connect timeout of minutes: give up after a few
+        # seconds, so the load balancer hears 503 in time.
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+            "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5)
+        )
 else:
     DATABASES = {
         "default": {

@@ -74,6 +74,45 @@ def test_it_answers_503_when_the_database_is_down(tmp_path):
     assert "refused" not in body.lower() and "5432" not in body  # no error text, no address
 
 
+def test_it_answers_503_in_seconds_when_the_database_host_never_answers():
+    """A host that takes the connection and then says nothing (as one that drops packets): the
+    connect timeout gives up after DATABASE_CONNECT_TIMEOUT seconds instead of holding /healthz
+    for the operating system's minutes. The silent server is a listening socket on 127.0.0.1
+    that never accepts: the kernel completes the handshake, nobody ever answers."""
+    import socket
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    script = (
+        "import django; django.setup();"
+        "from django.test import Client;"
+        "print(Client().get('/healthz').status_code)"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL",)}
+    env.update(
+        DJANGO_SETTINGS_MODULE="refunds_admin.settings",
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:{silent.getsockname()[1]}/refunds_silent",
+        DATABASE_CONNECT_TIMEOUT="2",
+    )
+    started = time.monotonic()
+    try:
+        res = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        silent.close()
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "503"
+    assert time.monotonic() - started < 30
+
+
 @pytest.mark.django_db
 def test_it_reports_an_unreachable_broker_without_failing():
     with override_settings(REDIS_URL=f"redis://127.0.0.1:{_closed_port()}/0"):
