@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import partial
-from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.exceptions import PermissionDenied
@@ -26,7 +25,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import copy_into_partition, insert_rows
+from refunds_admin.bulk import Same, copy_into_partition, insert_columns
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.incidents.models import Incident
 from refunds_admin.incidents.services import rule_sentence
@@ -110,18 +109,18 @@ def _insert_lines(
 ) -> _T:
     """Write the proposal's lines in snapshot order (COPY on PostgreSQL), from the engine's columns."""
     c = columns
-    rows = zip(
-        repeat(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
+    data = (
+        Same(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund, c.total, c.capped,
     )  # fmt: skip
     if connection.vendor == "postgresql":
         # The proposal's own partition, indexed after the COPY; it replaces the lines of the
         # proposal prepared before, if any (refunds_admin/bulk.py, docs/performance.md).
         return copy_into_partition(
-            PayoutLine, "proposal_id", proposal.pk, _LINE_COLUMNS, rows, meanwhile=meanwhile
+            PayoutLine, "proposal_id", proposal.pk, _LINE_COLUMNS, data, meanwhile=meanwhile
         )
     PayoutLine.objects.filter(proposal=proposal)._raw_delete(proposal._state.db)
-    return insert_rows(PayoutLine, _LINE_COLUMNS, rows, meanwhile=meanwhile)
+    return insert_columns(PayoutLine, _LINE_COLUMNS, data, meanwhile=meanwhile)
 
 
 def _stale_reasons(

@@ -14,7 +14,6 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Mapping
-from itertools import repeat
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from django.db import IntegrityError, connection, transaction
@@ -25,7 +24,7 @@ from refunds_admin import payouts as engine
 from refunds_admin.accounts.roles import CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import copy_into_partition, insert_rows
+from refunds_admin.bulk import Same, copy_into_partition, insert_columns, insert_rows
 from refunds_admin.errors import Refused
 from refunds_admin.payouts import SnapshotError, parse_snapshot
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
@@ -233,17 +232,17 @@ def _insert_entries(
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
     message is position 4."""
     c = columns
-    rows = zip(
-        repeat(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
+    data = (
+        Same(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
-        map(_email_of(emails or {}), c.entry_id),
+        list(map(_email_of(emails or {}), c.entry_id)) if emails else Same(""),
     )  # fmt: skip
     if connection.vendor == "postgresql":
         # The snapshot's own partition, indexed after the COPY (refunds_admin/bulk.py,
         # docs/performance.md): a new snapshot version never has entries yet.
-        copy_into_partition(Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, rows)
+        copy_into_partition(Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, data)
     else:
-        insert_rows(Entry, ENTRY_COLUMNS_IN_DB, rows)
+        insert_columns(Entry, ENTRY_COLUMNS_IN_DB, data)
 
 
 def export_snapshot(tournament: Tournament) -> str:
