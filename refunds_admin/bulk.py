@@ -265,10 +265,14 @@ def copy_into_partition(model, key_column, key, columns, data, *, meanwhile=None
             )
             result = _copy_columns(part, columns, data, meanwhile)
             _build_indexes_like(cursor, table, part)
-            # Statistics now, not whenever autovacuum comes by: without them the planner guesses
-            # a fresh partition holds a few hundred rows and sorts 100k lines for a keyset page
-            # (55 ms instead of 0.2 ms for "sorted by chips").
-            cursor.execute(f"ANALYZE {qn(part)}")
+            # Statistics now, not whenever autovacuum comes by: without them the planner takes
+            # `proposal_id = X` to match a few hundred of the partition's rows (it matches all)
+            # and sorts 100k lines for a keyset page (60 ms instead of 0.2 ms for "sorted by
+            # chips"; 100 ms for a search). A small sample is enough to learn that, and which
+            # ids are unique: 3,000 rows instead of the default 30,000 (35 ms instead of 0.45 s
+            # for 120k lines; autovacuum refines them later).
+            cursor.execute("SET LOCAL default_statistics_target = 10")
+            cursor.execute(f"ANALYZE {qn(part)}")  # (the SET ends with the transaction)
             for old in partition_bound(cursor, table, key):
                 cursor.execute(f"DROP TABLE {qn(old)}")
             cursor.execute(

@@ -248,7 +248,8 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         tournament=tournament,
         before=before,
         after=_facts(proposal) | {"snapshot_version": snapshot.version},
-        player_ids=list(dict.fromkeys(result.columns.player_id)),  # unique, in snapshot order
+        # No player_ids: the lines name the players, and the history finds this event through
+        # them (web/queries.audit_events).
     )
     return proposal
 

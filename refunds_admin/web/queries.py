@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Q
-from django.db.models.functions import Lower
+from django.db.models import CharField, Count, Q
+from django.db.models.functions import Cast, Lower
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.services import rule_sentence
@@ -162,9 +162,21 @@ def audit_events(*, tournament="", player="", user="", action="", since=None, un
     if player:
         player = player.strip()
         if connection.vendor == "postgresql":
-            qs = qs.filter(player_ids__contains=[player])
+            named = Q(player_ids__contains=[player])
         else:  # SQLite has no JSON containment; the JSON text holds the id in quotes.
-            qs = qs.filter(player_ids__icontains=f'"{player}"')
+            named = Q(player_ids__icontains=f'"{player}"')
+        # A proposal's preparation concerns every player on its lines. The event does not list
+        # them (a 100k-entry list would cost each prepare half a second of search index): the
+        # lines say who they are, through their own index on player_id.
+        on_lines = (
+            PayoutLine.objects.filter(player_id=player)
+            .annotate(object_id=Cast("proposal_id", CharField()))
+            .values("object_id")
+        )
+        prepared = Q(action="proposal.prepared", object_type="payoutproposal") & Q(
+            object_id__in=on_lines
+        )
+        qs = qs.filter(named | prepared)
     if user:
         qs = qs.filter(actor_name=user.strip())
     if action:

@@ -305,6 +305,11 @@ def test_it_finds_the_events_that_concern_a_player(client, support, other_manage
     # Eliminated entries are not credited: an eliminated player's id is on the preparation only.
     approved = AuditEvent.objects.get(action="proposal.approved")
     assert approved.player_ids == ["p1", "p2", "p3", "p4"]
+    # The preparation names nobody itself; its lines do, the eliminated entries' too.
+    prepared = AuditEvent.objects.get(action="proposal.prepared")
+    assert prepared.player_ids == []
+    events = _page(client, "audit", player="p6").split('id="events"')[1]
+    assert "proposal.prepared" in events and "proposal.approved" not in events
     assert "No event matches." in _page(client, "audit", player="p99")
 
 
