@@ -6,8 +6,9 @@ from django.db import IntegrityError, connection, transaction
 
 from refunds_admin.bulk import insert_rows, partition_bound
 from refunds_admin.proposals import services as proposals
-from refunds_admin.proposals.models import PayoutLine
+from refunds_admin.proposals.models import LINE_PARTITION_INDEXES, PayoutLine
 from refunds_admin.tournaments.models import Entry
+from refunds_admin.web.queries import proposal_lines
 
 from .factories import draft_proposal, import_doc
 
@@ -74,13 +75,16 @@ def test_it_writes_each_proposal_into_its_own_indexed_partition_and_swaps_it_on_
     partition (docs/performance.md); preparing again swaps the partition, never leaving two."""
     proposal = draft_proposal(support)
     names, counts, parent_indexes = _partitions("proposals_payoutline", proposal.pk)
-    assert len(names) == 1 and counts == [parent_indexes] and parent_indexes == 8
+    # The parent's primary key and two unique constraints, plus the partition's own lookup and
+    # sort indexes (LINE_PARTITION_INDEXES).
+    assert parent_indexes == 3 and len(LINE_PARTITION_INDEXES) == 5
+    assert len(names) == 1 and counts == [8]
     first = list(proposal.lines.order_by("position").values_list("entry_id", "total_cents"))
 
     again = proposals.prepare_proposal(proposal.incident, acting_user=support)
     new_names, counts, _ = _partitions("proposals_payoutline", again.pk)
     assert again.pk == proposal.pk and len(new_names) == 1 and new_names != names
-    assert counts == [parent_indexes]
+    assert counts == [8]
     assert list(again.lines.order_by("position").values_list("entry_id", "total_cents")) == first
     # The partition's unique constraints hold like the table's.
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -88,3 +92,26 @@ def test_it_writes_each_proposal_into_its_own_indexed_partition_and_swaps_it_on_
 
     entries, counts, parent_indexes = _partitions("tournaments_entry", again.snapshot_id)
     assert len(entries) == 1 and counts == [parent_indexes]
+
+
+def test_the_breakdown_pages_read_their_partitions_indexes_not_every_line(support):
+    """Each sort and search of the breakdown is an index scan of the proposal's own partition
+    (sorting or filtering all its lines would make a page grow with the proposal)."""
+    proposal = draft_proposal(support)
+    ordered = {
+        "by chips": proposal_lines(proposal).order_by("-chips", "-position")[:51],
+        "by total": proposal_lines(proposal).order_by("total_cents", "position")[:51],
+        "capped": proposal_lines(proposal, show="capped").order_by("position")[:51],
+    }
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a table of 10 lines would be read whole
+        for what, qs in ordered.items():
+            plan = _plan(cursor, qs)
+            assert "Index Scan" in plan and "Sort" not in plan, (what, plan)
+            assert " on proposals_payoutline_p" in plan, (what, plan)
+
+
+def _plan(cursor, qs):
+    sql, params = qs.query.sql_with_params()
+    cursor.execute("EXPLAIN " + sql, params)
+    return "\n".join(row[0] for row in cursor.fetchall()).replace("Sort Key", "")

@@ -44,7 +44,7 @@ from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import engine_snapshot
 
 from . import figures as proposal_figures
-from .models import PayoutLine, PayoutProposal
+from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
 from .posting import configured_wallet, queue_posting
 
 if TYPE_CHECKING:
@@ -117,7 +117,13 @@ def _insert_lines(
         # The proposal's own partition, indexed after the COPY; it replaces the lines of the
         # proposal prepared before, if any (refunds_admin/bulk.py, docs/performance.md).
         return copy_into_partition(
-            PayoutLine, "proposal_id", proposal.pk, _LINE_COLUMNS, data, meanwhile=meanwhile
+            PayoutLine,
+            "proposal_id",
+            proposal.pk,
+            _LINE_COLUMNS,
+            data,
+            meanwhile=meanwhile,
+            local_indexes=LINE_PARTITION_INDEXES,
         )
     PayoutLine.objects.filter(proposal=proposal)._raw_delete(proposal._state.db)
     return insert_columns(PayoutLine, _LINE_COLUMNS, data, meanwhile=meanwhile)
