@@ -20,9 +20,7 @@ def test_it_writes_each_type_as_copy_text_and_escapes_what_copy_reads_specially(
     )
     text = b"".join(copy_text_chunks(data, 3)).decode()
     assert text == (
-        "7\t0\tplain\t\\N\tt\t\n"
-        "7\t1\tback\\\\slash\t0\tf\t\n"
-        "7\t2\ttab\\there\t-12\tt\t\n"
+        "7\t0\tplain\t\\N\tt\t\n7\t1\tback\\\\slash\t0\tf\t\n7\t2\ttab\\there\t-12\tt\t\n"
     )
 
 
@@ -39,9 +37,7 @@ def test_it_splits_many_rows_into_pieces_that_add_up_to_every_row(monkeypatch):
 def test_names_with_backslashes_and_accents_come_back_exactly(support):
     hostile = {0: {"screen_name": "C:\\poker\\new"}, 1: {"screen_name": "Ébert «ace» 🂡"}}
     snapshot = import_doc(support, snapshot_doc(entry_fields=hostile, emails={"e2": "a\\b@x.io"}))
-    stored = dict(
-        Entry.objects.filter(snapshot=snapshot).values_list("position", "screen_name")
-    )
+    stored = dict(Entry.objects.filter(snapshot=snapshot).values_list("position", "screen_name"))
     assert stored[0] == "C:\\poker\\new"
     assert stored[1] == "Ébert «ace» 🂡"
     assert Entry.objects.get(snapshot=snapshot, entry_id="e2").email == "a\\b@x.io"

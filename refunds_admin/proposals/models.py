@@ -178,15 +178,12 @@ class PayoutLine(models.Model):
 # there: a partition holds one proposal, so they need no proposal_id column in front, which
 # makes each one narrower and a third quicker to build (its first column varies, so PostgreSQL
 # sorts on abbreviated keys). Every query that names the proposal is planned on its partition
-# alone and finds them. SQLite keeps plain indexes that start with the proposal (migration 0009).
+# alone and finds them. The search by player, entry or screen name needs none here: it runs on
+# the snapshot's entries (web/queries.proposal_lines). SQLite keeps plain indexes (migration 0009).
 LINE_PARTITION_INDEXES = (
     # The breakdown sorted by chips or by total: one keyset page per index scan.
     "(chips, position)",
     "(total_cents, position)",
-    # The search, exact by player id (by entry id: the unique constraint) or by any-case
-    # prefix of the screen name; the history's "events of this player" uses player_id too.
-    "(player_id)",
-    "(lower(screen_name) text_pattern_ops)",
     # "Capped only": the few entries whose chip equity hit the first-place cap, found without
     # reading every line. Partial, so 100k uncapped lines add nothing to it.
     "(position) WHERE capped",

@@ -1,11 +1,13 @@
-"""The breakdown's lookup and sort indexes become each partition's own, without proposal_id in
-front (models.LINE_PARTITION_INDEXES, docs/performance.md): narrower, and built a third quicker
-after each prepare's COPY.
+"""Fewer, narrower indexes on proposal lines (models.LINE_PARTITION_INDEXES, docs/performance.md).
 
-PostgreSQL: the parent's four indexes (and migration 0004's screen-name index) are dropped, which
-drops their copies on every partition, and each existing proposal's partition gets the new ones.
-SQLite has no partitions: its table keeps the indexes that start with the proposal, which serve
-it as before; only Django's record of them goes.
+- The sort indexes (chips, total) and the capped one become each partition's own, without
+  proposal_id in front: narrower, and built a third quicker after each prepare's COPY.
+- The search indexes (player_id, lower(screen_name)) go: the breakdown's search runs on the
+  snapshot's entries, whose lines they are position for position (web/queries.proposal_lines).
+
+PostgreSQL: the parent's indexes are dropped, which drops their copies on every partition, and
+each existing proposal's partition gets the new ones. SQLite has no partitions: its table keeps
+its indexes, which serve it as before; only Django's record of them goes.
 """
 
 from django.db import migrations
@@ -21,8 +23,6 @@ DROPPED = (
 PARTITION_INDEXES = (
     "(chips, position)",
     "(total_cents, position)",
-    "(player_id)",
-    "(lower(screen_name) text_pattern_ops)",
     "(position) WHERE capped",
 )
 
