@@ -51,102 +51,59 @@ def _copy(table, columns, rows, meanwhile):
 
 
 # --------------------------------------------------------------------------------------------
-# COPY text built column by column
+# Rows given column by column, sent as binary COPY
 # --------------------------------------------------------------------------------------------
 #
-# psycopg's write_row formats one row at a time in Python: about 3 µs a row, 0.4 s for a
-# 120k-line proposal, more than PostgreSQL takes to store them. The engine already holds the
-# rows as columns (one list per field), so the COPY text is built the same way: each column is
-# turned into text by one C-level pass (str over integers, a table lookup for booleans and
-# nulls), then the rows are joined with tabs and newlines. Chunks keep the memory flat.
-
-_CHUNK = 20_000  # rows per piece of COPY text (about 2 MB)
-_NULL = r"\N"
-_NULL_OR_TEXT = {None: _NULL}
-_BOOL_TEXT = {True: "t", False: "f"}
-# COPY's text format gives a meaning to these four characters; anything else goes as it is.
-_SPECIAL = re.compile(r"[\\\t\n\r]")
-_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# The engine holds a proposal's lines (and a snapshot's entries) as columns, one list per
+# field. They go to PostgreSQL in COPY's binary format: integers travel as 8 bytes instead of
+# digits PostgreSQL must parse again, and text needs no escaping. Measured on 120k lines:
+# 0.30-0.43 s, against 0.46-0.8 s for the text format (psycopg's write_row, or text built
+# column by column in Python: PostgreSQL's parsing of the digits is the larger half).
 
 
 class Same:
-    """A column holding one value on every row (the partition key): sent as text once per row
-    without building a list of it."""
+    """A column holding one value on every row (the partition key), without a list of it."""
 
     def __init__(self, value: object) -> None:
         self.value = value
 
 
-def _escape(text: str) -> str:
-    return _SPECIAL.sub(lambda m: _ESCAPES[m.group()], text)
-
-
-def _column_text(values: Sequence[object]) -> "Sequence[str] | map[str]":
-    """The COPY text of one column (a slice of it), in one C-level pass where the types allow."""
-    kinds = set(map(type, values))
-    if kinds <= {int}:
-        return map(str, values)
-    if kinds <= {int, type(None)}:
-        return map(_NULL_OR_TEXT.get, values, map(str, values))
-    if kinds <= {bool}:
-        return map(_BOOL_TEXT.__getitem__, values)
-    if kinds <= {str}:
-        if _SPECIAL.search("".join(values)):  # a backslash in a name: rare, escape one by one
-            return list(map(_escape, values))  # type: ignore[arg-type]
-        return values  # type: ignore[return-value]
-    return [_NULL if v is None else _escape(_text(v)) for v in values]
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return _BOOL_TEXT[value]
-    return str(value)
-
-
-def copy_text_chunks(data: Sequence["Sequence[object] | Same"], rows: int):
-    """The COPY text (bytes) of `rows` rows given column by column, in pieces of _CHUNK rows."""
-    for start in range(0, rows, _CHUNK):
-        stop = min(start + _CHUNK, rows)
-        texts = [
-            repeat(_text(col.value) if col.value is not None else _NULL, stop - start)
-            if isinstance(col, Same)
-            else _column_text(col[start:stop] if start or stop < len(col) else col)
-            for col in data
-        ]
-        yield ("\n".join(map("\t".join, zip(*texts))) + "\n").encode()
-
-
-def row_count(data: Sequence["Sequence[object] | Same"]) -> int:
-    return next(len(col) for col in data if not isinstance(col, Same))
-
-
 def rows_of(data: Sequence["Sequence[object] | Same"]):
-    """The rows of column-wise `data` (for bulk_create where there is no COPY)."""
+    """The rows of column-wise `data`."""
     return zip(*(repeat(col.value) if isinstance(col, Same) else col for col in data))
 
 
 def insert_columns(model, columns, data, *, meanwhile=None):
     """insert_rows for rows given column by column (`data`: one sequence, or Same, per name in
-    `columns`): COPY text built by column on PostgreSQL."""
+    `columns`), as binary COPY on PostgreSQL."""
     if connection.vendor != "postgresql":
         return insert_rows(model, columns, rows_of(data), meanwhile=meanwhile)
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _copy_columns(model._meta.db_table, columns, data, meanwhile)
+        return _copy_binary(model._meta.db_table, columns, data, meanwhile)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _copy_columns(table, columns, data, meanwhile):
-    quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
-    statement = f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN"
+def _copy_binary(table, columns, data, meanwhile):
+    qn = connection.ops.quote_name
+    statement = f"COPY {qn(table)} ({', '.join(qn(c) for c in columns)}) FROM STDIN (FORMAT BINARY)"
     with connection.cursor() as cursor, connection.wrap_database_errors:
+        # Binary COPY needs each column's exact type, as the catalogue has it.
+        cursor.execute(
+            "SELECT attname, format_type(atttypid, NULL) FROM pg_attribute "
+            "WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+            [table],
+        )
+        types = dict(cursor.fetchall())
         pg_cursor = cursor.cursor
         with pg_cursor.copy(statement, writer=QueuedLibpqWriter(pg_cursor)) as copy:
-            for chunk in copy_text_chunks(data, row_count(data)):
-                copy.write(chunk)
+            copy.set_types([types[c] for c in columns])
+            write_row = copy.write_row
+            for row in rows_of(data):
+                write_row(row)
             return meanwhile() if meanwhile else None
 
 
@@ -263,7 +220,7 @@ def copy_into_partition(model, key_column, key, columns, data, *, meanwhile=None
                 f"CREATE TABLE {qn(part)} (LIKE {qn(table)} INCLUDING DEFAULTS INCLUDING "
                 f"CONSTRAINTS, CONSTRAINT {qn(part + '_key')} CHECK ({qn(key_column)} = {key}))"
             )
-            result = _copy_columns(part, columns, data, meanwhile)
+            result = _copy_binary(part, columns, data, meanwhile)
             _build_indexes_like(cursor, table, part)
             for n, spec in enumerate(local_indexes):  # the partition's own (see the caller)
                 cursor.execute(f"CREATE INDEX {qn(f'{part}_local{n}')} ON {qn(part)} {spec}")

@@ -24,7 +24,7 @@ from refunds_admin import payouts as engine
 from refunds_admin.accounts.roles import CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import Same, copy_into_partition, insert_columns, insert_rows
+from refunds_admin.bulk import Same, copy_into_partition, insert_columns
 from refunds_admin.errors import Refused
 from refunds_admin.payouts import SnapshotError, parse_snapshot
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
@@ -168,13 +168,19 @@ def _store(
         imported_by=acting_user if acting_user and acting_user.is_authenticated else None,
     )
     sid = snapshot.pk
-    insert_rows(
+    # One row per paid place (a range of places is expanded), column by column.
+    places = [
+        (place, row) for row in parsed.prizes for place in range(row.place_from, row.place_to + 1)
+    ]
+    insert_columns(
         PrizePlace,
         ("snapshot_id", "place", "amount_cents", "non_cash", "description"),
         (
-            (sid, place, row.amount, bool(row.non_cash), row.description or "")
-            for row in parsed.prizes
-            for place in range(row.place_from, row.place_to + 1)
+            Same(sid),
+            [place for place, _ in places],
+            [row.amount for _, row in places],
+            [bool(row.non_cash) for _, row in places],
+            [row.description or "" for _, row in places],
         ),
     )
     _insert_entries(snapshot, parsed.columns, parsed.emails)
