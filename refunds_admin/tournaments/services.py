@@ -26,7 +26,7 @@ from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
 from refunds_admin.bulk import Same, copy_into_partition, insert_columns
 from refunds_admin.errors import Refused
-from refunds_admin.payouts import SnapshotError, parse_snapshot
+from refunds_admin.payouts import SnapshotError, parse_snapshot, stored
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
 from refunds_admin.recent import Recent
 
@@ -51,8 +51,18 @@ _PARSED: Recent[tuple[int, str], engine.Snapshot] = Recent(size=2)
 
 
 def engine_snapshot(snapshot: Snapshot) -> engine.Snapshot:
-    """The engine's parsed `Snapshot` for a stored snapshot version (cached; it is immutable)."""
-    return _PARSED.get((snapshot.pk, snapshot.sha256), lambda: parse_snapshot(snapshot.document))
+    """The engine's parsed `Snapshot` for a stored snapshot version (cached; it is immutable):
+    from the compact form stored at import when there is one (payouts/stored.py), else parsed
+    from the document."""
+    return _PARSED.get((snapshot.pk, snapshot.sha256), lambda: _parsed_form(snapshot))
+
+
+def _parsed_form(snapshot: Snapshot) -> engine.Snapshot:
+    if snapshot.parsed is not None:
+        found = stored.load(bytes(snapshot.parsed))
+        if found is not None:  # None: written by a release with another layout
+            return found
+    return parse_snapshot(snapshot.document)
 
 
 def _problems_of(error: SnapshotError) -> Problems:
@@ -161,6 +171,7 @@ def _store(
         tournament=tournament,
         version=version,
         document=text,
+        parsed=stored.dump(parsed),
         sha256=sha256,
         source=source,
         entries_count=len(parsed.columns.entry_id),
