@@ -7,6 +7,7 @@ costs several seconds on PostgreSQL, which the staff member would wait for.
 import gc
 import re
 import secrets
+import threading
 from collections.abc import Sequence
 from itertools import repeat
 
@@ -197,16 +198,17 @@ def partition_bound(cursor, table, key):
 
 def copy_into_partition(model, key_column, key, columns, data, *, meanwhile=None, local_indexes=()):
     """PostgreSQL: write the rows given column by column in `data` (see insert_columns) as the
-    whole partition of `model`'s table for `key` (replacing
-    the one it had), inside the caller's transaction. Returns `meanwhile()`'s result (see
-    insert_rows).
+    whole partition of `model`'s table for `key` (replacing the one it had), inside the caller's
+    transaction. Returns `meanwhile()`'s result.
 
     The rows go into a bare table (the parent's columns, defaults and checks, plus a check that
-    pins `key_column` to `key`, so that attaching it needs no scan); its indexes are built after
-    the COPY, each from one sort, and its statistics gathered; the old partition, if any, is
-    dropped and the new one attached
-    at the very end, so that the parent is locked only for that moment. Nothing else can refer
-    to the rows: the caller holds the parent row (`key`) locked and wrote the check pinning it.
+    pins `key_column` to `key`, so that attaching it needs no scan). Its indexes (the parent's,
+    and `local_indexes`, its own) are built after the COPY, each from one sort, and its
+    statistics gathered, while this thread runs `meanwhile` (pure Python work such as a
+    proposal's fingerprint: it must not use the database) on the other core. The old partition,
+    if any, is dropped and the new one attached at the very end, so that the parent is locked
+    only for that moment. Nothing else can refer to the rows: the caller holds the parent row
+    (`key`) locked and wrote the check pinning it.
     """
     table = model._meta.db_table
     qn = connection.ops.quote_name
@@ -220,18 +222,19 @@ def copy_into_partition(model, key_column, key, columns, data, *, meanwhile=None
                 f"CREATE TABLE {qn(part)} (LIKE {qn(table)} INCLUDING DEFAULTS INCLUDING "
                 f"CONSTRAINTS, CONSTRAINT {qn(part + '_key')} CHECK ({qn(key_column)} = {key}))"
             )
-            result = _copy_binary(part, columns, data, meanwhile)
-            _build_indexes_like(cursor, table, part)
-            for n, spec in enumerate(local_indexes):  # the partition's own (see the caller)
-                cursor.execute(f"CREATE INDEX {qn(f'{part}_local{n}')} ON {qn(part)} {spec}")
+            _copy_binary(part, columns, data, None)
+            statements = _indexes_like(cursor, table, part) + [
+                f"CREATE INDEX {qn(f'{part}_local{n}')} ON {qn(part)} {spec}"
+                for n, spec in enumerate(local_indexes)
+            ]
             # Statistics now, not whenever autovacuum comes by: without them the planner takes
             # `proposal_id = X` to match a few hundred of the partition's rows (it matches all)
             # and sorts 100k lines for a keyset page (60 ms instead of 0.2 ms for "sorted by
             # chips"; 100 ms for a search). A small sample is enough to learn that, and which
             # ids are unique: 3,000 rows instead of the default 30,000 (35 ms instead of 0.45 s
-            # for 120k lines; autovacuum refines them later).
-            cursor.execute("SET LOCAL default_statistics_target = 10")
-            cursor.execute(f"ANALYZE {qn(part)}")  # (the SET ends with the transaction)
+            # for 120k lines; autovacuum refines them later). The SET ends with the transaction.
+            statements += ["SET LOCAL default_statistics_target = 10", f"ANALYZE {qn(part)}"]
+            result = _execute_meanwhile(statements, meanwhile)
             for old in partition_bound(cursor, table, key):
                 cursor.execute(f"DROP TABLE {qn(old)}")
             cursor.execute(
@@ -243,9 +246,46 @@ def copy_into_partition(model, key_column, key, columns, data, *, meanwhile=None
             gc.enable()
 
 
-def _build_indexes_like(cursor, parent, part):
-    """On the bare table `part`, the indexes and unique constraints of the partitioned `parent`,
-    so that attaching `part` adopts them instead of building them under the parent's lock."""
+def _execute_meanwhile(statements, meanwhile):
+    """Run `statements` in this connection's transaction from a second thread while this one
+    runs `meanwhile()`; return its result.
+
+    Building a partition's indexes keeps PostgreSQL busy for about half a second per 100k rows,
+    during which Python would only wait: the second thread waits instead (psycopg releases the
+    GIL while it waits, and its connection lock keeps the two threads from mixing statements),
+    and `meanwhile` runs on the other core. These statements bypass Django's cursor wrappers
+    (query logging), which live in the first thread.
+    """
+    if meanwhile is None:
+        with connection.cursor() as cursor:
+            for sql in statements:
+                cursor.execute(sql)
+        return None
+    pg = connection.connection  # the psycopg connection under Django's wrapper
+    failed: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            for sql in statements:
+                pg.execute(sql)
+        except BaseException as exc:  # re-raised in the caller's thread, below
+            failed.append(exc)
+
+    thread = threading.Thread(target=build, name="partition-indexes")
+    thread.start()
+    try:
+        result = meanwhile()
+    finally:
+        thread.join()
+    if failed:
+        raise failed[0]  # a psycopg error: the caller's wrap_database_errors makes it Django's
+    return result
+
+
+def _indexes_like(cursor, parent, part):
+    """SQL for the indexes and unique constraints of the partitioned `parent`, on the bare table
+    `part`, so that attaching `part` adopts them instead of building them under the parent's
+    lock."""
     qn = connection.ops.quote_name
     cursor.execute(
         """
@@ -256,15 +296,22 @@ def _build_indexes_like(cursor, parent, part):
         """,
         [parent],
     )
+    statements = []
     for n, (indexdef, contype, condef) in enumerate(cursor.fetchall()):
         name = qn(f"{part}_{n}")
         if contype in ("p", "u"):
-            cursor.execute(f"ALTER TABLE {qn(part)} ADD CONSTRAINT {name} {condef}")
+            statements.append(f"ALTER TABLE {qn(part)} ADD CONSTRAINT {name} {condef}")
             continue
         m = _INDEX_DEF.match(indexdef)
         if m is None:  # not a shape we know: attaching builds it (correct, only slower)
             continue
-        cursor.execute(f"CREATE {m.group(1) or ''}INDEX {name} ON {qn(part)} {m.group(2)}")
+        statements.append(f"CREATE {m.group(1) or ''}INDEX {name} ON {qn(part)} {m.group(2)}")
+    return statements
+
+
+def _build_indexes_like(cursor, parent, part):
+    for sql in _indexes_like(cursor, parent, part):
+        cursor.execute(sql)
 
 
 def partition_table(schema_editor, table, key_column):

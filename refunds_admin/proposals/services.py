@@ -203,7 +203,6 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
 
     parsed = engine_snapshot(snapshot)
     result = _compute(parsed, incident.failed_at, incident.site_wide_issue)
-    figures = _figures(result, parsed, snapshot)
     fields = {
         "snapshot": snapshot,
         "status": Status.DRAFT,
@@ -213,14 +212,14 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         "site_wide_issue": incident.site_wide_issue,
         "summary": _summary_for_storage(result),
         "warnings": list(result.warnings),
-        "fingerprint": "",  # computed while the lines are written, below
+        "fingerprint": "",  # computed while the lines are indexed, below
         "total_cents": result.summary["total"],
         "lines_count": len(result.columns.entry_id),
         "prepared_by": acting_user,
         "prepared_at": timezone.now(),
         "submitted_by": None,
         "submitted_at": None,
-        "figures": figures,
+        "figures": {},  # computed while the lines are indexed, below
     }
     before = None
     if live is not None:
@@ -236,17 +235,30 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
         proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
     previous = incident.proposals.filter(version__lt=proposal.version).order_by("-version").first()
-    if previous is not None:
-        # What changed since the version before (usually the rejected one), for the approver.
-        old = dict(previous.lines.values_list("entry_id", "total_cents").iterator(chunk_size=5000))
-        figures["changes"] = proposal_figures.changes(old, result.columns) | {
-            "previous_version": previous.version,
-            "previous_id": previous.pk,
-        }
-        PayoutProposal.objects.filter(pk=proposal.pk).update(figures=figures)
-    # The fingerprint (SHA-256 of the canonical lines) is computed while PostgreSQL writes them.
-    proposal.fingerprint = _insert_lines(proposal, result.columns, meanwhile=result.fingerprint)
-    PayoutProposal.objects.filter(pk=proposal.pk).update(fingerprint=proposal.fingerprint)
+    # What changed since the version before (usually the rejected one), for the approver: its
+    # lines are read now, before this proposal's are written.
+    old = (
+        None
+        if previous is None
+        else dict(previous.lines.values_list("entry_id", "total_cents").iterator(chunk_size=5000))
+    )
+
+    def figures_and_fingerprint() -> tuple[dict[str, Any], str]:
+        # Pure computation, run while PostgreSQL builds the lines' indexes (bulk.py).
+        figures = _figures(result, parsed, snapshot)
+        if previous is not None and old is not None:
+            figures["changes"] = proposal_figures.changes(old, result.columns) | {
+                "previous_version": previous.version,
+                "previous_id": previous.pk,
+            }
+        return figures, result.fingerprint()
+
+    proposal.figures, proposal.fingerprint = _insert_lines(
+        proposal, result.columns, meanwhile=figures_and_fingerprint
+    )
+    PayoutProposal.objects.filter(pk=proposal.pk).update(
+        figures=proposal.figures, fingerprint=proposal.fingerprint
+    )
     record(
         "proposal.prepared",
         proposal,

@@ -14,7 +14,7 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
@@ -171,7 +171,6 @@ def _store(
         tournament=tournament,
         version=version,
         document=text,
-        parsed=stored.dump(parsed),
         sha256=sha256,
         source=source,
         entries_count=len(parsed.columns.entry_id),
@@ -194,7 +193,12 @@ def _store(
             [row.description or "" for _, row in places],
         ),
     )
-    _insert_entries(snapshot, parsed.columns, parsed.emails)
+    # The compact form of the parsed snapshot (payouts/stored.py) is built while PostgreSQL
+    # indexes the entries.
+    snapshot.parsed = _insert_entries(
+        snapshot, parsed.columns, parsed.emails, meanwhile=lambda: stored.dump(parsed)
+    )
+    Snapshot.objects.filter(pk=snapshot.pk).update(parsed=snapshot.parsed)
     tournament.current_snapshot = snapshot
     tournament.save()
     # The rule preview and the proposal that usually follow need the parsed snapshot: keep it.
@@ -237,17 +241,24 @@ ENTRY_COLUMNS_IN_DB = (
 )
 
 
+_T = TypeVar("_T")
+
+
 def _email_of(emails: dict[str, str]) -> Callable[[str], str]:
     """entry_id -> e-mail address or "" (most entries carry none)."""
     return lambda entry_id: emails.get(entry_id, "")
 
 
 def _insert_entries(
-    snapshot: Snapshot, columns: EntryColumns, emails: dict[str, str] | None = None
-) -> None:
+    snapshot: Snapshot,
+    columns: EntryColumns,
+    emails: dict[str, str] | None = None,
+    *,
+    meanwhile: Callable[[], _T],
+) -> _T:
     """Write the entries in snapshot order (COPY on PostgreSQL), from the engine's columns;
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
-    message is position 4."""
+    message is position 4. Returns `meanwhile()`, run while PostgreSQL indexes them."""
     c = columns
     data = (
         Same(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
@@ -257,9 +268,10 @@ def _insert_entries(
     if connection.vendor == "postgresql":
         # The snapshot's own partition, indexed after the COPY (refunds_admin/bulk.py,
         # docs/performance.md): a new snapshot version never has entries yet.
-        copy_into_partition(Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, data)
-    else:
-        insert_columns(Entry, ENTRY_COLUMNS_IN_DB, data)
+        return copy_into_partition(
+            Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, data, meanwhile=meanwhile
+        )
+    return insert_columns(Entry, ENTRY_COLUMNS_IN_DB, data, meanwhile=meanwhile)
 
 
 def export_snapshot(tournament: Tournament) -> str:
