@@ -23,7 +23,7 @@ from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import FULL_REFUND, IN_THE_MONEY, select_rule
 from refunds_admin.payouts.labels import RULE_TEXT
 from refunds_admin.tournaments import services as tournaments
-from refunds_admin.tournaments.models import Tournament
+from refunds_admin.tournaments.models import Snapshot, Tournament
 from refunds_admin.tournaments.services import engine_snapshot
 
 from .models import RESUME_WINDOW, Incident, RestartAttempt
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from django.db.models import QuerySet
 
     from refunds_admin.payouts import Snapshot as ParsedSnapshot
-    from refunds_admin.tournaments.models import Snapshot
     from refunds_admin.tournaments.services import CsvData
 
 log = logging.getLogger(__name__)
@@ -82,10 +81,10 @@ def _check_moment(
 
 
 def _current_snapshot(tournament: Tournament) -> Snapshot:
-    snapshot = tournament.current_snapshot
-    if snapshot is None:
+    if tournament.current_snapshot_id is None:
         raise Refused(f"Tournament {tournament.external_id} has no snapshot; import one first.")
-    return snapshot
+    # Without the document (14 MB for 100k entries): the parsed form stored beside it is read.
+    return Snapshot.objects.defer("document").get(pk=tournament.current_snapshot_id)
 
 
 def _check_failed_at(parsed: ParsedSnapshot, failed_at: datetime) -> None:

@@ -187,9 +187,10 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         raise Refused(
             f"Tournament {tournament.external_id} is frozen: a proposal was already approved."
         )
-    snapshot = tournament.current_snapshot
-    if snapshot is None:
+    if tournament.current_snapshot_id is None:
         raise Refused(f"Tournament {tournament.external_id} has no snapshot; import one first.")
+    # Without the document (14 MB for 100k entries): the parsed form stored beside it is read.
+    snapshot = SnapshotRow.objects.defer("document").get(pk=tournament.current_snapshot_id)
     live = (
         PayoutProposal.objects.select_for_update()
         .filter(incident=incident)
