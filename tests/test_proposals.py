@@ -1,5 +1,7 @@
 """Proposals: prepare, replace, submit, four-eyes approval, reject, replay, statements."""
 
+import zlib
+
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
@@ -220,8 +222,9 @@ def test_it_replays_a_proposal_and_notices_a_rewritten_line(submitted, capsys):
 
 def test_it_replays_against_the_stored_document_not_the_current_one(submitted):
     # A rewritten snapshot document no longer matches its SHA-256.
+    rewritten = submitted.snapshot.document.replace("40000", "40001")
     Snapshot.objects.filter(pk=submitted.snapshot_id).update(
-        document=submitted.snapshot.document.replace("40000", "40001")
+        document_zlib=zlib.compress(rewritten.encode())
     )
     submitted.refresh_from_db()
     result = services.replay_proposal(submitted)

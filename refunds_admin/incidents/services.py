@@ -84,7 +84,7 @@ def _current_snapshot(tournament: Tournament) -> Snapshot:
     if tournament.current_snapshot_id is None:
         raise Refused(f"Tournament {tournament.external_id} has no snapshot; import one first.")
     # Without the document (14 MB for 100k entries): the parsed form stored beside it is read.
-    return Snapshot.objects.defer("document").get(pk=tournament.current_snapshot_id)
+    return Snapshot.objects.defer("document_zlib").get(pk=tournament.current_snapshot_id)
 
 
 def _check_failed_at(parsed: ParsedSnapshot, failed_at: datetime) -> None:

@@ -190,7 +190,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     if tournament.current_snapshot_id is None:
         raise Refused(f"Tournament {tournament.external_id} has no snapshot; import one first.")
     # Without the document (14 MB for 100k entries): the parsed form stored beside it is read.
-    snapshot = SnapshotRow.objects.defer("document").get(pk=tournament.current_snapshot_id)
+    snapshot = SnapshotRow.objects.defer("document_zlib").get(pk=tournament.current_snapshot_id)
     live = (
         PayoutProposal.objects.select_for_update()
         .filter(incident=incident)

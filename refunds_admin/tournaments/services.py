@@ -13,7 +13,9 @@ import io
 import json
 import re
 import secrets
+import zlib
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from django.db import IntegrityError, connection, transaction
@@ -119,18 +121,33 @@ def import_snapshot(
     """
     _require_importer(acting_user)
     text = _document_text(raw)
-    try:
-        parsed = parse_snapshot(text)
-    except SnapshotError as e:
-        raise Refused(
-            "The snapshot was refused; nothing was imported.", problems=_problems_of(e)
-        ) from None
-    sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return _store(parsed, text, sha256, acting_user=acting_user, source=source)
+    with ThreadPoolExecutor(max_workers=1) as other_core:
+        # zlib and SHA-256 let go of the interpreter while they work: the document is compressed
+        # and hashed on the other core while this one validates it.
+        stored_form = other_core.submit(_compressed_and_hashed, text)
+        try:
+            parsed = parse_snapshot(text)
+        except SnapshotError as e:
+            raise Refused(
+                "The snapshot was refused; nothing was imported.", problems=_problems_of(e)
+            ) from None
+        document_zlib, sha256 = stored_form.result()
+    return _store(parsed, document_zlib, sha256, acting_user=acting_user, source=source)
+
+
+def _compressed_and_hashed(text: str) -> tuple[bytes, str]:
+    """The document as stored (zlib, fastest level: 14 MB become 2 MB in 0.1 s) and its SHA-256."""
+    data = text.encode("utf-8")
+    return zlib.compress(data, 1), hashlib.sha256(data).hexdigest()
 
 
 def _store(
-    parsed: engine.Snapshot, text: str, sha256: str, *, acting_user: User | None, source: str
+    parsed: engine.Snapshot,
+    document_zlib: bytes,
+    sha256: str,
+    *,
+    acting_user: User | None,
+    source: str,
 ) -> Snapshot:
     fields = {
         "name": parsed.name,
@@ -170,7 +187,7 @@ def _store(
     snapshot = Snapshot.objects.create(
         tournament=tournament,
         version=version,
-        document=text,
+        document_zlib=document_zlib,
         sha256=sha256,
         source=source,
         entries_count=len(parsed.columns.entry_id),
@@ -278,9 +295,7 @@ def export_snapshot(tournament: Tournament) -> str:
     """The current snapshot exactly as it was imported (importing it again round-trips)."""
     if tournament.current_snapshot_id is None:
         raise Refused(f"Tournament {tournament.external_id} has no snapshot.")
-    return Snapshot.objects.values_list("document", flat=True).get(
-        pk=tournament.current_snapshot_id
-    )
+    return Snapshot.objects.only("document_zlib").get(pk=tournament.current_snapshot_id).document
 
 
 # --------------------------------------------------------------------------------------------
@@ -568,8 +583,10 @@ def import_csv(
     _require_importer(acting_user)
     document, parsed = snapshot_document_from_csv(entries_csv, prizes_csv, fields)
     text = json.dumps(document, indent=1, ensure_ascii=False) + "\n"
-    sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return _store(parsed, text, sha256, acting_user=acting_user, source=Snapshot.Source.CSV)
+    document_zlib, sha256 = _compressed_and_hashed(text)
+    return _store(
+        parsed, document_zlib, sha256, acting_user=acting_user, source=Snapshot.Source.CSV
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -88,7 +88,7 @@ def get_proposal_for(request, pk):
             "prepared_by",
             "submitted_by",
             "approved_by",
-        ).defer("snapshot__document"),  # tens of MB for a big tournament; pages never show it
+        ).defer("snapshot__document_zlib", "snapshot__parsed"),  # MBs; pages never show them
         pk=pk,
     )
 

@@ -262,7 +262,7 @@ def snapshot_at_recording(incident):
     before it)."""
     return (
         incident.tournament.snapshots.filter(imported_at__lte=incident.recorded_at)
-        .defer("document")
+        .defer("document_zlib")
         .order_by("-version")
         .first()
     )
