@@ -10,6 +10,8 @@ import os
 import statistics
 import time
 
+import orjson
+
 LINES = int(os.environ.get("BENCH_UI_LINES", "100000"))  # 250000: pages must not grow
 RUNS = 9
 
@@ -31,88 +33,37 @@ def _setup_database():
 
 
 def _make_proposal():
-    from datetime import UTC, datetime, timedelta
+    """A submitted proposal of LINES lines, built the way staff build one: import the snapshot,
+    record the incident, declare it not resumable, prepare, submit (all through the services)."""
+    from datetime import timedelta
 
+    from bench_limits import _document
     from django.contrib.auth.models import Group, User
     from django.db import connection
 
-    from refunds_admin.incidents.models import Incident
-    from refunds_admin.proposals.models import PayoutLine, PayoutProposal
-    from refunds_admin.tournaments.models import Snapshot, Tournament
+    from refunds_admin.incidents import services as incidents
+    from refunds_admin.proposals import services as proposals
 
     support = User.objects.create_user("bench_support", password="x")
     support.groups.add(Group.objects.get(name="support"))
     manager = User.objects.create_user("bench_manager", password="x")
     manager.groups.add(Group.objects.get(name="manager"))
-    starts = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
-    tournament = Tournament.objects.create(
-        external_id="BENCH-100K", name="Bench 100k", currency="USD",
-        buy_in_cents=10000, fee_cents=900, starts_at=starts,
-    )  # fmt: skip
-    snapshot = Snapshot.objects.create(
-        tournament=tournament, version=1, document="{}", sha256="0" * 64, source="demo",
-        entries_count=LINES, active_count=LINES // 2, imported_by=support,
-    )  # fmt: skip
-    incident = Incident.objects.create(
-        tournament=tournament, status="cancelled", failed_at=starts + timedelta(hours=3),
-        cause="server_crash", recorded_by=support, rule="not_in_the_money",
-        cancelled_because="window_passed", cancelled_at=starts + timedelta(hours=4),
-    )  # fmt: skip
-    rows = []
-    total = 0
-    for i in range(LINES):
-        active = i % 2 == 0
-        chips = (i * 7919) % 200_000 + 1_000 if active else 0
-        equity = chips * 3 if active else 0
-        line_total = 10000 + equity + 900 if active else 0
-        total += line_total
-        rows.append(
-            (i, f"e{i:07d}", f"p{i:07d}", f"player{i}", "active" if active else "eliminated",
-             chips, 10000 if active else 0, 0, equity, 900 if active else 0, line_total,
-             i % 997 == 0)
-        )  # fmt: skip
-    proposal = PayoutProposal.objects.create(
-        incident=incident, snapshot=snapshot, version=1, status="submitted",
-        rule="not_in_the_money", currency="USD", failed_at=incident.failed_at,
-        site_wide_issue=False, summary={"entries": LINES, "active": LINES // 2},
-        fingerprint="b" * 64, total_cents=total, lines_count=LINES, prepared_by=support,
-        prepared_at=starts, submitted_by=support, submitted_at=starts,
-    )  # fmt: skip
-    columns = (
-        "position", "entry_id", "player_id", "screen_name", "status", "chips",
-        "buy_in_refund_cents", "next_prize_cents", "chip_equity_cents", "fee_refund_cents",
-        "total_cents", "capped",
-    )  # fmt: skip
+    # LINES lines: the bench's easy snapshot has a fifth as many eliminated entries as active.
+    doc = _document("easy", LINES * 5 // 6, external_id="BENCH-UI", relative_start=True)
     started = time.perf_counter()
-    if connection.vendor == "postgresql":
-        # As prepare_proposal writes them: the proposal's own partition, indexed after the COPY.
-        from django.db import transaction
-
-        from refunds_admin.bulk import copy_into_partition
-
-        with transaction.atomic():
-            copy_into_partition(
-                PayoutLine, "proposal_id", proposal.pk, ("proposal_id", *columns),
-                ((proposal.pk, *row) for row in rows),
-            )  # fmt: skip
-    else:
-        PayoutLine.objects.bulk_create(
-            (PayoutLine(proposal=proposal, **dict(zip(columns, row, strict=True))) for row in rows),
-            batch_size=5000,
-        )
+    snapshot = incidents.import_snapshot(orjson.dumps(doc), acting_user=support, source="cli")
+    tournament = snapshot.tournament
+    incident = incidents.record_incident(
+        tournament, failed_at=tournament.starts_at + timedelta(hours=3, minutes=14),
+        cause="server_crash", description="benchmark", acting_user=support,
+    )  # fmt: skip
+    incidents.declare_not_resumable(incident, reason="benchmark", acting_user=manager)
+    proposal = proposals.prepare_proposal(incident, acting_user=support)
+    proposal = proposals.submit_proposal(proposal, acting_user=support)
     print(
-        f"   wrote {LINES:,} lines in {time.perf_counter() - started:.2f} s ({connection.vendor})"
+        f"   imported and prepared {proposal.lines_count:,} lines in "
+        f"{time.perf_counter() - started:.2f} s ({connection.vendor})"
     )
-    # prepare_proposal stores the approver's figures with the lines (proposals/figures.py);
-    # this proposal was written directly, so compute the same figures once from its lines.
-    from refunds_admin.proposals import figures
-
-    started = time.perf_counter()
-    stored = figures.from_lines(proposal, {})
-    stored["rule_sentence"] = "failed 3 h after start (bench)"
-    stored["elapsed_seconds"] = 3 * 3600
-    PayoutProposal.objects.filter(pk=proposal.pk).update(figures=stored)
-    print(f"   figures from the lines in {time.perf_counter() - started:.2f} s (once, at prepare)")
     return proposal, manager
 
 
@@ -143,8 +94,15 @@ def bench_ui():
             ("breakdown, page after line 50,000", base + "?after=50000", 50),
             ("breakdown, sorted by total, last page", base + "?sort=total&last=1", 50),
             ("breakdown, sorted by chips, next page", base + "?sort=chips&after=150000.2", 50),
+            ("breakdown, sorted by chips descending", base + "?sort=-chips", 50),
             ("breakdown, search by player id", base + "?q=p0054321", 50),
+            ("breakdown, search by entry id", base + "?q=e0054321", 50),
             ("breakdown, search by screen name", base + "?q=player9999", 50),
+            (
+                "breakdown, eliminated only, page after line 50,000",
+                base + "?show=eliminated&after=50000",
+                50,
+            ),
             ("breakdown, search with no match", base + "?q=nobody", 50),
             ("breakdown, capped only, last page", base + "?show=capped&last=1", 50),
             ("breakdown rows only (htmx partial)", base + "?after=70000", 50),

@@ -103,6 +103,9 @@ def keyset_page(qs, *, field, descending, after=None, before=None, last=False, s
     return Page(rows, _cursor(rows[0], field), _cursor(rows[-1], field), has_next, has_prev)
 
 
+SEARCH_LIST = 1000
+
+
 def proposal_lines(proposal, *, q="", show="", sort="position"):
     """The breakdown table's rows before paging: search by player id or entry id (exact, what a
     player quotes on the phone) or by the start of the screen name, in any case; show all,
@@ -116,8 +119,29 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
     qs = PayoutLine.objects.filter(proposal=proposal)
     q = (q or "").strip()
     if q:
-        found = _entry_search(Entry.objects.filter(snapshot_id=proposal.snapshot_id), q)
-        qs = qs.filter(position__in=found.values("position"))
+        # Usually a handful of entries match: their positions are read from the entries'
+        # indexes first, then their lines by position. (Left as one query joining the two,
+        # PostgreSQL may walk all 100k lines in order, expecting matches everywhere.)
+        entries = Entry.objects.filter(snapshot_id=proposal.snapshot_id).order_by()
+        by_id = entries.annotate(player_lower=Lower("player_id")).filter(
+            Q(entry_id=q) | Q(player_lower=q.lower(), player_id=q)
+        )
+        by_name = (
+            entries.exclude(screen_name="")
+            .annotate(screen_lower=Lower("screen_name"))
+            .filter(screen_lower__startswith=q.lower())
+            .order_by("screen_lower")
+        )
+        positions = list(by_name.values_list("position", flat=True)[: SEARCH_LIST + 1])
+        if len(positions) <= SEARCH_LIST:
+            qs = qs.filter(position__in=[*by_id.values_list("position", flat=True), *positions])
+        else:
+            # A short prefix ("pl"): its matches are everywhere, so walking the lines in order
+            # and reading their own screen names finds the next page after a few rows.
+            qs = qs.annotate(screen_lower=Lower("screen_name")).filter(
+                Q(position__in=list(by_id.values_list("position", flat=True)))
+                | Q(screen_lower__startswith=q.lower())
+            )
     if show in ("active", "eliminated"):
         qs = qs.filter(status=show)
     elif show == "capped":
@@ -126,24 +150,18 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
 
 
 def snapshot_entries(snapshot, *, q=""):
-    """A snapshot's entries, searched like the breakdown: exactly by player id or entry id, or by
-    any-case prefix of the screen name."""
+    """A snapshot's entries, searched exactly by player id, entry id or screen name. Each branch
+    is an index lookup in the snapshot's partition on PostgreSQL: (snapshot, entry_id), and the
+    expression indexes lower(player_id) and lower(screen_name) (tournaments migration 0003)."""
     qs = Entry.objects.filter(snapshot=snapshot)
     q = (q or "").strip()
-    return _entry_search(qs, q) if q else qs
-
-
-def _entry_search(entries, q):
-    """Entries whose entry id or player id is `q`, or whose screen name starts with `q` in any
-    case. On PostgreSQL each branch is an index lookup in the snapshot's partition: (snapshot,
-    entry_id), lower(player_id), lower(screen_name) (tournaments migration 0003)."""
-    return entries.annotate(
-        player_lower=Lower("player_id"), screen_lower=Lower("screen_name")
-    ).filter(
-        Q(entry_id=q)
-        | Q(player_lower=q.lower(), player_id=q)
-        | (Q(screen_lower__startswith=q.lower()) & ~Q(screen_name=""))
-    )
+    if q:
+        qs = qs.annotate(player_lower=Lower("player_id"), screen_lower=Lower("screen_name")).filter(
+            Q(entry_id=q)
+            | Q(player_lower=q.lower(), player_id=q)
+            | Q(screen_lower=q.lower(), screen_name=q)
+        )
+    return qs
 
 
 def chart_points(proposal, limit=500):

@@ -25,6 +25,7 @@ from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incidents
 from refunds_admin.incidents.models import Incident
 from refunds_admin.proposals import services as proposals
+from refunds_admin.web import queries
 from tests.factories import (
     approved_proposal,
     cancelled_incident,
@@ -325,6 +326,23 @@ def test_it_searches_the_breakdown_by_any_case_prefix_of_the_screen_name(client,
     assert entries(q="Play") == ["e1", "e2", "e3", "e4"]
     assert entries(q="p2") == ["e2"]  # a player id, exactly
     assert entries(q="layer") == []  # a prefix, not anywhere in the name
+
+
+def test_a_prefix_that_matches_many_entries_pages_like_any_search(
+    client, support, auditor, monkeypatch
+):
+    # Beyond SEARCH_LIST matches, the lines are walked in order instead of picked by position.
+    proposal = submitted_proposal(support)
+    client.force_login(auditor)
+    monkeypatch.setattr(queries, "SEARCH_LIST", 2)
+
+    def entries(**params):
+        page = _page(client, "proposal_detail", proposal.pk, **params)
+        return re.findall(r"<td>(e\d+)</td>", page.split('<div id="lines">')[1])
+
+    assert entries(q="Play") == ["e1", "e2", "e3", "e4"]
+    assert entries(q="player2") == ["e2"]
+    assert entries(q="p2") == ["e2"]
 
 
 def test_it_sorts_the_breakdown_both_ways(client, support, auditor):
