@@ -280,7 +280,7 @@ def snapshot_at_recording(incident):
     before it)."""
     return (
         incident.tournament.snapshots.filter(imported_at__lte=incident.recorded_at)
-        .defer("document_zlib")
+        .defer("document_zlib", "parsed")  # megabytes each, read only when they are compared
         .order_by("-version")
         .first()
     )
