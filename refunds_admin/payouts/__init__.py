@@ -4,6 +4,7 @@ Pure Python: no Django, no I/O, no floats. The command line, the preview, the st
 and the API all call these same functions.
 """
 
+from ._gc import paused_gc
 from .rules import (
     FULL_REFUND,
     IN_THE_MONEY,
@@ -29,6 +30,7 @@ __all__ = [
     "explain",
     "parse_snapshot",
     "parse_timestamp",
+    "paused_gc",
     "select_rule",
     "statement_lines",
 ]

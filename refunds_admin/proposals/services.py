@@ -36,6 +36,7 @@ from refunds_admin.payouts import (
     compute_proposal,
     explain,
     parse_snapshot,
+    paused_gc,
 )
 from refunds_admin.payouts.rules import LineColumns
 from refunds_admin.recent import Recent
@@ -171,6 +172,7 @@ def _facts(p: PayoutProposal) -> dict[str, str | int]:
 
 
 @transaction.atomic
+@paused_gc()  # 100k lines of small objects and no cycles (see tournaments.services)
 def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal:
     """Compute the proposal for a cancelled incident from the tournament's current snapshot and
     store it as a draft (replacing a live draft or submitted one; see the module docstring)."""
