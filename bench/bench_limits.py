@@ -219,7 +219,8 @@ def _one_workflow(kind, active, run, users, post):
     incidents.declare_not_resumable(
         incident, reason="benchmark", acting_user=users["bench_manager"]
     )
-    tournaments._PARSED.clear()  # as after a fresh start: the parse is part of the figure
+    # As after a fresh start: reading the stored parsed form is part of the figure.
+    tournaments._PARSED.clear()
     started = time.perf_counter()
     proposal = proposals.prepare_proposal(incident, acting_user=users["bench_support"])
     t["prepare"] = time.perf_counter() - started
