@@ -72,9 +72,23 @@ class StatementMessage(models.Model):
         FAILED = "failed", "Failed: needs a manager"
         NO_ADDRESS = "no_address", "No address"
 
-    job = models.ForeignKey(StatementJob, on_delete=models.PROTECT, related_name="messages")
+    # A posted proposal writes one message per credited player (100k at once): both foreign
+    # keys are checked once per statement by triggers (migration 0002, bulk.py), not once per
+    # row at commit, and neither has an index of its own: (job, state, id) and (proposal,
+    # player_id) below start with them.
+    job = models.ForeignKey(
+        StatementJob,
+        on_delete=models.PROTECT,
+        related_name="messages",
+        db_constraint=False,
+        db_index=False,
+    )
     proposal = models.ForeignKey(
-        "proposals.PayoutProposal", on_delete=models.PROTECT, related_name="+"
+        "proposals.PayoutProposal",
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_constraint=False,
+        db_index=False,
     )
     player_id = models.CharField(max_length=128)
     screen_name = models.CharField(max_length=128, blank=True)
