@@ -8,7 +8,8 @@ is the same on every retry, and records each outcome.
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 
@@ -97,7 +98,9 @@ class StatementMessage(models.Model):
     address = models.CharField(
         max_length=254, blank=True, help_text="E-mail address, or the player id for the webhook."
     )
-    idempotency_key = models.CharField(max_length=300, unique=True)
+    # Unique because it is made of (proposal, player), one_statement_per_player below; the check
+    # holds it to that, so no second unique index is maintained for 100k messages at once.
+    idempotency_key = models.CharField(max_length=300)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     remote_id = models.CharField(max_length=200, blank=True)
@@ -111,6 +114,18 @@ class StatementMessage(models.Model):
             # Each player is told once per proposal.
             models.UniqueConstraint(
                 fields=["proposal", "player_id"], name="one_statement_per_player"
+            ),
+            # The key is services.statement_key(proposal, player), and nothing else.
+            models.CheckConstraint(
+                condition=Q(
+                    idempotency_key=Concat(
+                        Value("statement/proposal-"),
+                        Cast("proposal_id", models.CharField()),
+                        Value("/"),
+                        "player_id",
+                    )
+                ),
+                name="statement_key_of_proposal_and_player",
             ),
         ]
         indexes = [models.Index(fields=["job", "state", "id"], name="statement_job_state")]
