@@ -122,3 +122,23 @@ def test_it_sweeps_only_jobs_left_waiting(
     states = dict(PostingJob.objects.values_list("proposal_id", "state"))
     assert states == {lost.pk: "posted", stale.pk: "posted", backing_off.pk: "queued"}
     assert not PostingJob.objects.filter(proposal=fresh).exists()
+
+
+@pytest.mark.postgres
+def test_whole_proposal_sorts_get_their_memory_only_for_themselves():
+    from django.db import transaction
+
+    def work_mem():
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW work_mem")
+            return cursor.fetchone()[0]
+
+    with transaction.atomic():
+        before = work_mem()
+        assert before != writers.SORT_MEMORY
+        with writers.sort_memory():
+            assert work_mem() == writers.SORT_MEMORY
+        assert work_mem() == before
+        with pytest.raises(ZeroDivisionError), writers.sort_memory():
+            1 / 0
+        assert work_mem() == before
