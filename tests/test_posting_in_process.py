@@ -139,6 +139,6 @@ def test_whole_proposal_sorts_get_their_memory_only_for_themselves():
         with writers.sort_memory():
             assert work_mem() == writers.SORT_MEMORY
         assert work_mem() == before
-        with pytest.raises(ZeroDivisionError), writers.sort_memory():
-            1 / 0
+        with pytest.raises(RuntimeError), writers.sort_memory():
+            raise RuntimeError("the statement failed")
         assert work_mem() == before
