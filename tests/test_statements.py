@@ -239,3 +239,22 @@ def test_it_writes_the_same_outbox_in_sql_as_in_python(support, manager, channel
     else:
         assert counts == (9, 0)
         assert [row[4] for row in rows] == players
+
+
+@pytest.mark.postgres
+def test_a_message_stays_with_its_job_and_proposal(support, manager):
+    # The foreign keys are checked once per INSERT; UPDATEs of a message's outcome take no lock
+    # on the job or the proposal, and may not move the message elsewhere.
+    from django.db import IntegrityError, transaction
+
+    proposal, _ = post_and_tell(support, manager)
+    other = posted_proposal(support, manager, external_id="T-2")
+    message = StatementMessage.objects.filter(proposal=proposal).first()
+    StatementMessage.objects.filter(pk=message.pk).update(state=MState.FAILED, error="bounced")
+    with pytest.raises(IntegrityError, match="stays with its job"), transaction.atomic():
+        StatementMessage.objects.filter(pk=message.pk).update(proposal=other)
+    with pytest.raises(IntegrityError, match="does not exist"), transaction.atomic():
+        StatementMessage.objects.create(
+            job_id=message.job_id + 1000, proposal=proposal, player_id="p0", entry_ids=[],
+            total_cents=1, idempotency_key=f"statement/proposal-{proposal.pk}/p0",
+        )  # fmt: skip

@@ -4,6 +4,8 @@
 - the two foreign keys, deferred as Django makes them, queued one check per row and ran them at
   commit: about 1.9 s. They are checked once per statement instead (refunds_admin/bulk.py), as
   for entries and proposal lines; deleting a job or proposal that has messages is still refused.
+  Updates (the outcomes of each batch) are not checked, as a foreign key whose column does not
+  change is not: a message may simply never change its job or proposal (STAY below).
 - four indexes that bought nothing: job_id and proposal_id alone (the (job, state, id) index
   and the (proposal, player_id) unique constraint start with them), and the unique idempotency
   key with its LIKE (pattern_ops) twin: the key is made of the proposal and the player, which
@@ -24,6 +26,35 @@ JOB_CREATE, JOB_DROP = statement_level_foreign_key(
 PROPOSAL_CREATE, PROPOSAL_DROP = statement_level_foreign_key(
     "notifications_statementmessage", "proposal_id", "proposals_payoutproposal"
 )
+
+# The statement-level checks above also run after every UPDATE, taking KEY SHARE locks on the
+# job and the proposal: every batch of outcomes would then lock the job row, which the retry and
+# the next run lock FOR UPDATE in the other order. A foreign key does not do that when its
+# column does not change, and messages never change job or proposal: they are refused that
+# instead, row by row and only when the UPDATE names those columns.
+STAY = """
+DROP TRIGGER notifications_statementmessage_job_id_exists_on_update
+    ON notifications_statementmessage;
+DROP TRIGGER notifications_statementmessage_proposal_id_exists_on_update
+    ON notifications_statementmessage;
+CREATE FUNCTION notifications_statementmessage_stays() RETURNS trigger AS $$
+BEGIN
+    IF NEW.job_id IS DISTINCT FROM OLD.job_id
+       OR NEW.proposal_id IS DISTINCT FROM OLD.proposal_id THEN
+        RAISE EXCEPTION 'statement message %: a message stays with its job and proposal', OLD.id
+            USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    RETURN NEW;
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER notifications_statementmessage_stays
+    BEFORE UPDATE OF job_id, proposal_id ON notifications_statementmessage
+    FOR EACH ROW EXECUTE FUNCTION notifications_statementmessage_stays();
+"""
+UNSTAY = """
+DROP TRIGGER IF EXISTS notifications_statementmessage_stays ON notifications_statementmessage;
+DROP FUNCTION IF EXISTS notifications_statementmessage_stays();
+"""
 
 
 class Migration(migrations.Migration):
@@ -81,4 +112,5 @@ class Migration(migrations.Migration):
         ),
         migrations.RunPython(postgres_only(JOB_CREATE), postgres_only(JOB_DROP)),
         migrations.RunPython(postgres_only(PROPOSAL_CREATE), postgres_only(PROPOSAL_DROP)),
+        migrations.RunPython(postgres_only(STAY), postgres_only(UNSTAY)),
     ]
