@@ -247,6 +247,7 @@ def _import_rss(raw, size):
     """Peak RSS of `manage.py import_snapshot` in its own process, against the bench database."""
     from django.db import connection
 
+    OUT.mkdir(exist_ok=True)  # BENCH_PARTS=workflow alone never made it (_file does)
     path = OUT / f"limits-import-{size}.json"
     doc = json.loads(raw)
     doc["tournament"]["external_id"] += "-RSS"

@@ -71,6 +71,23 @@ def test_it_fingerprints_stored_lines_the_same_in_sql_and_in_python():
     assert writers.lines_summary(proposal)[0] == proposal.approved_fingerprint
 
 
+def test_a_chunk_booked_again_books_only_what_is_missing():
+    # A chunk normally goes in as a plain INSERT; one whose credits are partly booked already (a
+    # redelivery from a stale position) is booked again, skipping those keys, in the same
+    # transaction.
+    from django.db import transaction
+
+    proposal = make_approved_proposal(amounts=[(1000, 0, 7, 100), (0, 0, 0, 0), (5, 0, 7, 8)])
+    with transaction.atomic():
+        assert writers.book_chunk(proposal, -1, 1) == (0, 3, 1107, 3)
+    with transaction.atomic():
+        assert writers.book_chunk(proposal, -1, 3) == (2, 6, 1127, 3)
+        assert writers.book_chunk(proposal, 2, 3) is None
+    with transaction.atomic():
+        assert writers.book_chunk(proposal, -1, 3) == (2, 6, 1127, 0)
+    assert Credit.objects.filter(proposal=proposal).count() == 6
+
+
 def test_it_sweeps_only_jobs_left_waiting(
     settings, django_capture_on_commit_callbacks, time_machine
 ):
@@ -105,3 +122,23 @@ def test_it_sweeps_only_jobs_left_waiting(
     states = dict(PostingJob.objects.values_list("proposal_id", "state"))
     assert states == {lost.pk: "posted", stale.pk: "posted", backing_off.pk: "queued"}
     assert not PostingJob.objects.filter(proposal=fresh).exists()
+
+
+@pytest.mark.postgres
+def test_whole_proposal_sorts_get_their_memory_only_for_themselves():
+    from django.db import transaction
+
+    def work_mem():
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW work_mem")
+            return cursor.fetchone()[0]
+
+    with transaction.atomic():
+        before = work_mem()
+        assert before != writers.SORT_MEMORY
+        with writers.sort_memory():
+            assert work_mem() == writers.SORT_MEMORY
+        assert work_mem() == before
+        with pytest.raises(RuntimeError), writers.sort_memory():
+            raise RuntimeError("the statement failed")
+        assert work_mem() == before

@@ -178,3 +178,83 @@ def test_a_manager_retries_failed_statements_from_the_outbox_page(
     # The after-commit kick did not run in this test's transaction: the task would run it.
     assert services.deliver_statements(proposal.pk) == StatementJob.State.DONE
     assert webhook.players_told()["p3"] == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("channel", ["webhook", "email"])
+def test_it_writes_the_same_outbox_in_sql_as_in_python(support, manager, channel):
+    # PostgreSQL writes the outbox in one INSERT ... SELECT; it must be the very outbox the
+    # Python writer makes: one message per player, their entries in snapshot order, the first
+    # of their e-mail addresses, the same key, in the order of their first credited entry.
+    from datetime import timedelta
+
+    from django.db import transaction
+    from django.utils import timezone
+
+    from refunds_admin.notifications.adapters import EmailNotifier, WebhookNotifier
+
+    proposal = posted_proposal(
+        support,
+        manager,
+        emails={"e5": "second@example.test", "e3": "cy@example.test"},
+        # Failed 5 minutes in: every entry gets its buy-in back, the eliminated ones too.
+        starts_at=timezone.now() - timedelta(minutes=45),
+        # A re-entry: p2 was eliminated in e5 before playing e2; only e5 carries an address.
+        entry_fields={4: {"player_id": "p2", "screen_name": "again"}},
+    )
+    notifier = (
+        WebhookNotifier("http://127.0.0.1:9", "token") if channel == "webhook" else EmailNotifier()
+    )
+    now = timezone.now()
+
+    def outbox(write):
+        with transaction.atomic():
+            job = StatementJob.objects.create(
+                proposal=proposal, channel=channel, endpoint="-", total=0
+            )
+            counts = write(job, proposal, notifier, now)
+            rows = list(
+                StatementMessage.objects.filter(job=job)
+                .order_by("id")
+                .values_list(
+                    "player_id", "screen_name", "entry_ids", "total_cents", "address",
+                    "idempotency_key", "state", "attempts", "remote_id", "error", "updated_at",
+                )
+            )  # fmt: skip
+            transaction.set_rollback(True)
+        return counts, rows
+
+    in_sql = outbox(services._write_messages_in_sql)
+    assert in_sql == outbox(services._write_messages_in_python)
+    counts, rows = in_sql
+    players = ["p1", "p2", "p3", "p4", "p6", "p7", "p8", "p9", "p10"]
+    assert [row[0] for row in rows] == players
+    assert rows[1][:4] == ("p2", "player2", ["e2", "e5"], 6600)
+    if channel == "email":
+        assert counts == (9, 7)
+        assert {row[0]: row[4] for row in rows if row[4]} == {
+            "p2": "second@example.test",
+            "p3": "cy@example.test",
+        }
+    else:
+        assert counts == (9, 0)
+        assert [row[4] for row in rows] == players
+
+
+@pytest.mark.postgres
+def test_a_message_stays_with_its_job_and_proposal(support, manager):
+    # The foreign keys are checked once per INSERT; UPDATEs of a message's outcome take no lock
+    # on the job or the proposal, and may not move the message elsewhere.
+    from django.db import IntegrityError, transaction
+
+    proposal, _ = post_and_tell(support, manager)
+    other = posted_proposal(support, manager, external_id="T-2")
+    message = StatementMessage.objects.filter(proposal=proposal).first()
+    StatementMessage.objects.filter(pk=message.pk).update(state=MState.FAILED, error="bounced")
+    with pytest.raises(IntegrityError, match="stays with its job"), transaction.atomic():
+        StatementMessage.objects.filter(pk=message.pk).update(proposal=other)
+    with pytest.raises(IntegrityError, match="does not exist"), transaction.atomic():
+        StatementMessage.objects.create(
+            job_id=message.job_id + 1000, proposal=proposal, player_id="p0", entry_ids=[],
+            total_cents=1, idempotency_key=f"statement/proposal-{proposal.pk}/p0",
+        )  # fmt: skip

@@ -8,19 +8,21 @@ report's totals are the ledger's totals to the cent.
 from django.db.models import Count, Q, Sum
 
 from .models import Component, Credit, PostedTotal
+from .writers import sort_memory
 
 
 def record_posted_total(proposal, *, posted_at):
     credits = Credit.objects.filter(proposal_id=proposal.pk)
-    sums = credits.aggregate(
-        credits=Count("pk"),
-        players=Count("player_id", distinct=True),
-        cents=Sum("amount_cents"),
-        **{
-            component.value: Sum("amount_cents", filter=Q(component=component))
-            for component in Component
-        },
-    )
+    with sort_memory():  # count(DISTINCT player_id) sorts the whole proposal's credits
+        sums = credits.aggregate(
+            credits=Count("pk"),
+            players=Count("player_id", distinct=True),
+            cents=Sum("amount_cents"),
+            **{
+                component.value: Sum("amount_cents", filter=Q(component=component))
+                for component in Component
+            },
+        )
     incident = proposal.incident
     PostedTotal.objects.update_or_create(
         proposal_id=proposal.pk,

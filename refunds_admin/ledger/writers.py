@@ -1,14 +1,16 @@
 """Turning approved lines into credits, a chunk at a time, skipping credits already booked.
 
 On PostgreSQL one statement per chunk books the credits straight from the proposal's lines:
-`INSERT ... SELECT ... ON CONFLICT (key) DO NOTHING`, so no line travels to Python and back
-(100k credits in about 1.5 s here; even COPY through a staging table would first have to read
-the lines out). Elsewhere (SQLite in development) the same is done in Python with
-`bulk_create(ignore_conflicts=True)`. Both paths build the same keys (`credit_key`) and the same
-fingerprint of the lines; tests run both.
+`INSERT ... SELECT`, so no line travels to Python and back (even COPY through a staging table
+would first have to read the lines out); a chunk of which some credits are booked already is
+booked again with `ON CONFLICT (key) DO NOTHING`. Elsewhere (SQLite in development) the same
+is done in Python with `bulk_create(ignore_conflicts=True)`. Both paths build the same keys
+(`credit_key`) and the same fingerprint of the lines; tests run both.
 """
 
-from django.db import connection
+from contextlib import contextmanager
+
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from refunds_admin.payouts.rules import fingerprint_header, fingerprint_lines
@@ -26,6 +28,30 @@ _CREDITS_TABLE = Credit._meta.db_table
 
 def _postgres():
     return connection.vendor == "postgresql"
+
+
+# A whole proposal sorted at once -- the fingerprint orders its lines by position, the posted
+# total counts distinct players over its credits -- spills to disk under PostgreSQL's default
+# work_mem (4 MB) past a few tens of thousands of lines, and an external sort grows faster than
+# the rows: at 250k lines the fingerprint took 0.9-1.4 s, 0.7 s sorted in memory (issue 15).
+# Those few statements get this much for themselves, then the setting goes back.
+SORT_MEMORY = "64MB"
+
+
+@contextmanager
+def sort_memory():
+    """Run the statements inside with work_mem = SORT_MEMORY (PostgreSQL), in a savepoint."""
+    if not _postgres():
+        yield
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('work_mem'), set_config('work_mem', %s, true)", [SORT_MEMORY]
+        )
+        before = cursor.fetchone()[0]
+        yield
+        # (On an error the savepoint's rollback undoes the setting.)
+        cursor.execute("SELECT set_config('work_mem', %s, true)", [before])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,10 +85,10 @@ def lines_summary(proposal):
         header = fingerprint_header(
             proposal.incident.tournament.external_id, proposal.currency, proposal.rule
         )
-        with connection.cursor() as cursor:
+        with sort_memory(), connection.cursor() as cursor:
             cursor.execute(_FINGERPRINT_SQL, {"header": header, "proposal": proposal.pk})
             fingerprint, lines, credits, cents = cursor.fetchone()
-            return fingerprint, lines, int(credits), int(cents)
+        return fingerprint, lines, int(credits), int(cents)
     return lines_summary_in_python(proposal)
 
 
@@ -83,15 +109,22 @@ def lines_summary_in_python(proposal):
 # Booking one chunk
 # ---------------------------------------------------------------------------------------------
 
+# The entry's part of the key is computed once per line, not once per credit, and the common
+# case (an id that needs no percent-encoding) is tested inline: ledger_key_part() is a SQL
+# function PostgreSQL cannot inline (its body has a subquery), and calling it for each of 300k
+# credits cost 2.3 s of a 100k-line posting (issue 15; docs/performance.md). Same keys: the
+# function itself returns the id unchanged in that case.
 _VALUES = ", ".join(f"('{component}', c.{field})" for component, field in COMPONENT_FIELDS)
 _CHUNK_SQL = f"""
 WITH chunk AS (
-    SELECT {", ".join(_LINE_FIELDS)} FROM {_LINES_TABLE}
+    SELECT {", ".join(_LINE_FIELDS)},
+           CASE WHEN entry_id ~ '^[A-Za-z0-9._~-]*$' THEN entry_id
+                ELSE ledger_key_part(entry_id) END AS key_part
+    FROM {_LINES_TABLE}
     WHERE proposal_id = %(proposal)s AND position > %(after)s
     ORDER BY position LIMIT %(size)s
 ), credits AS (
-    SELECT 'proposal-' || %(proposal)s::text || '/' || ledger_key_part(c.entry_id) || '/'
-           || v.component AS key,
+    SELECT 'proposal-' || %(proposal)s::text || '/' || c.key_part || '/' || v.component AS key,
            c.entry_id, c.player_id, v.component, v.amount
     FROM chunk c CROSS JOIN LATERAL (VALUES {_VALUES}) AS v(component, amount)
     WHERE v.amount > 0
@@ -108,6 +141,15 @@ SELECT (SELECT max(position) FROM chunk),
        (SELECT coalesce(sum(amount), 0) FROM credits),
        (SELECT count(*) FROM booked)
 """
+# The same statement as a plain INSERT, for a chunk none of whose credits is booked yet -- the
+# normal case: a chunk's credits commit together with the job's progress past it, so a run
+# continues after them. ON CONFLICT DO NOTHING costs a speculative insertion per credit (about
+# 1 s per 100k lines here); a key already booked (a redelivered chunk) makes the plain INSERT
+# fail as a whole, and the chunk is booked again with ON CONFLICT DO NOTHING. The primary key
+# is what makes a credit posted exactly once, in both statements.
+_FRESH_CHUNK_SQL = _CHUNK_SQL.replace("    ON CONFLICT (key) DO NOTHING\n", "")
+assert _FRESH_CHUNK_SQL != _CHUNK_SQL
+_UNIQUE_VIOLATION = "23505"
 
 
 def book_chunk(proposal, after_position, size):
@@ -118,19 +160,23 @@ def book_chunk(proposal, after_position, size):
     when no line is left.
     """
     if _postgres():
+        params = {
+            "proposal": proposal.pk,
+            "after": after_position,
+            "size": size,
+            "currency": proposal.currency,
+            # The app's clock, as on SQLite, not the database server's now(): one source of
+            # time for every record (and a frozen clock in tests holds).
+            "now": timezone.now(),
+        }
         with connection.cursor() as cursor:
-            cursor.execute(
-                _CHUNK_SQL,
-                {
-                    "proposal": proposal.pk,
-                    "after": after_position,
-                    "size": size,
-                    "currency": proposal.currency,
-                    # The app's clock, as on SQLite, not the database server's now(): one
-                    # source of time for every record (and a frozen clock in tests holds).
-                    "now": timezone.now(),
-                },
-            )
+            try:
+                with transaction.atomic():  # a savepoint: a failed try undoes only itself
+                    cursor.execute(_FRESH_CHUNK_SQL, params)
+            except IntegrityError as exc:
+                if getattr(exc.__cause__, "sqlstate", None) != _UNIQUE_VIOLATION:
+                    raise
+                cursor.execute(_CHUNK_SQL, params)  # some were booked: skip those
             through, credits, cents, booked = cursor.fetchone()
         return None if through is None else (through, credits, int(cents), booked)
 

@@ -60,6 +60,8 @@ class WebhookNotifier:
 
     channel = Channel.WEBHOOK
     claims_before_sending = False  # idempotent: a resend under the same key is harmless
+    # What `address_for` returns, for the outbox written in SQL (services._ADDRESS_SQL).
+    address_source = "player_id"
 
     def __init__(self, base_url, token, *, timeout=10.0, max_tries=8, backoff=0.5, max_wait=30.0):
         parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
@@ -218,6 +220,8 @@ class EmailNotifier:
 
     channel = Channel.EMAIL
     claims_before_sending = True
+    # What `address_for` returns, for the outbox written in SQL (services._ADDRESS_SQL).
+    address_source = "email"
 
     def __init__(self):
         self.endpoint = settings.EMAIL_BACKEND

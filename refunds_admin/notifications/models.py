@@ -8,7 +8,8 @@ is the same on every retry, and records each outcome.
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 
@@ -72,9 +73,23 @@ class StatementMessage(models.Model):
         FAILED = "failed", "Failed: needs a manager"
         NO_ADDRESS = "no_address", "No address"
 
-    job = models.ForeignKey(StatementJob, on_delete=models.PROTECT, related_name="messages")
+    # A posted proposal writes one message per credited player (100k at once): both foreign
+    # keys are checked once per statement by triggers (migration 0002, bulk.py), not once per
+    # row at commit, and neither has an index of its own: (job, state, id) and (proposal,
+    # player_id) below start with them.
+    job = models.ForeignKey(
+        StatementJob,
+        on_delete=models.PROTECT,
+        related_name="messages",
+        db_constraint=False,
+        db_index=False,
+    )
     proposal = models.ForeignKey(
-        "proposals.PayoutProposal", on_delete=models.PROTECT, related_name="+"
+        "proposals.PayoutProposal",
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_constraint=False,
+        db_index=False,
     )
     player_id = models.CharField(max_length=128)
     screen_name = models.CharField(max_length=128, blank=True)
@@ -83,7 +98,9 @@ class StatementMessage(models.Model):
     address = models.CharField(
         max_length=254, blank=True, help_text="E-mail address, or the player id for the webhook."
     )
-    idempotency_key = models.CharField(max_length=300, unique=True)
+    # Unique because it is made of (proposal, player), one_statement_per_player below; the check
+    # holds it to that, so no second unique index is maintained for 100k messages at once.
+    idempotency_key = models.CharField(max_length=300)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     remote_id = models.CharField(max_length=200, blank=True)
@@ -97,6 +114,18 @@ class StatementMessage(models.Model):
             # Each player is told once per proposal.
             models.UniqueConstraint(
                 fields=["proposal", "player_id"], name="one_statement_per_player"
+            ),
+            # The key is services.statement_key(proposal, player), and nothing else.
+            models.CheckConstraint(
+                condition=Q(
+                    idempotency_key=Concat(
+                        Value("statement/proposal-"),
+                        Cast("proposal_id", models.CharField()),
+                        Value("/"),
+                        "player_id",
+                    )
+                ),
+                name="statement_key_of_proposal_and_player",
             ),
         ]
         indexes = [models.Index(fields=["job", "state", "id"], name="statement_job_state")]

@@ -118,6 +118,9 @@ def dispatch_events(*, now=None):
         AuditEvent.objects.filter(action__in=HANDLED_ACTIONS, created_at__gte=now - LOOKBACK)
         .exclude(pk__in=HandledEvent.objects.values("event_id"))
         .order_by("id")
+        # Not the players an approval credits (100k ids, a megabyte of JSON to decode): no
+        # e-mail needs them.
+        .defer("player_ids")
     )
     for event in events:
         try:
