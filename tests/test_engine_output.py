@@ -1,0 +1,77 @@
+"""compute_payouts writes the proposal JSON from the columns: the same bytes as orjson's
+OPT_INDENT_2 of the document built dict by dict (issue 15), whatever the ids hold."""
+
+import io
+import sys
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from refunds_admin.payouts import compute_proposal, parse_snapshot
+from refunds_admin.payouts.cli import write_proposal_json
+from refunds_admin.payouts.rules import Proposal, line_json
+
+from .factories import EXAMPLES, example
+from .test_engine_properties import computed, snapshots
+
+NAMES = sorted(p.name.removesuffix(".scenario.json") for p in EXAMPLES.glob("*.scenario.json"))
+
+
+def reference(proposal: Proposal, fingerprint: bool) -> str:
+    """What the command printed before issue 15: a dict per line, serialised by orjson."""
+    doc = proposal.to_json(with_lines=False, with_fingerprint=fingerprint)
+    doc["lines"] = [line_json(ln) for ln in proposal.lines]
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
+
+
+def written(proposal: Proposal, fingerprint: bool = False) -> str:
+    out = io.StringIO()
+    write_proposal_json(proposal, out, fingerprint=fingerprint)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("fingerprint", [False, True])
+@pytest.mark.parametrize("name", NAMES)
+def test_it_writes_each_example_as_orjson_would(name, fingerprint):
+    scenario, expected = example(name)
+    if "error" in expected:
+        return
+    proposal = compute_proposal(parse_snapshot(scenario))
+    assert written(proposal, fingerprint) == reference(proposal, fingerprint)
+
+
+def test_it_writes_the_same_bytes_to_stdout(monkeypatch):
+    scenario, _ = example("05-first-place-cap")
+    proposal = compute_proposal(parse_snapshot(scenario))
+    raw = io.BytesIO()
+    stdout = io.TextIOWrapper(raw, encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    write_proposal_json(proposal, stdout)
+    assert raw.getvalue().decode() == reference(proposal, False)
+
+
+def test_it_writes_a_proposal_without_lines():
+    proposal = Proposal("T-1", "", "USD", "full_refund", 0, False)  # type: ignore[arg-type]
+    assert written(proposal) == reference(proposal, False)
+
+
+ODD_IDS = st.sampled_from(['say "hi"', "back\\slash", "é", "\u2028", "日本", "a/b", "\U0001f600"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(snapshots(), st.data())
+def test_it_escapes_ids_as_orjson_does(doc, data):
+    """Quotes and backslashes are allowed in ids and must be escaped; other characters are
+    written as they are (orjson writes UTF-8, not \\u escapes)."""
+    for e in doc["entries"]:
+        if data.draw(st.booleans()):
+            e["entry_id"] += data.draw(ODD_IDS)
+        if data.draw(st.booleans()):
+            e["player_id"] += data.draw(ODD_IDS)
+    proposal = computed(doc)
+    if proposal is None:
+        return
+    fingerprint = data.draw(st.booleans())
+    assert written(proposal, fingerprint) == reference(proposal, fingerprint)
