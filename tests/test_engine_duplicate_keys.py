@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refunds_admin.payouts import SnapshotError, parse_snapshot
-from refunds_admin.payouts.snapshot import _bulk_entries, _entry_colons, _entry_keys
+from refunds_admin.payouts.snapshot import _bulk_entries, _entry_colons, _keys_of
 
 from .test_engine_properties import snapshots
 
@@ -35,11 +35,11 @@ def test_it_counts_the_entries_colons_as_orjson_writes_them(doc, data):
         if data.draw(st.booleans()):
             e["email"] = data.draw(EMAILS)
     raw = doc["entries"]
-    bulk = _bulk_entries(raw, 3000, 300, _entry_keys(raw))
+    bulk = _bulk_entries(raw, 3000, 300, _keys_of(raw))
     if bulk is None:  # ids made equal or blank by the suffixes: the one-by-one path's case
         return
     _, in_texts = bulk
-    assert _entry_colons(raw, _entry_keys(raw), in_texts) == orjson.dumps(raw).count(b":")
+    assert _entry_colons(raw, _keys_of(raw), in_texts) == orjson.dumps(raw).count(b":")
 
 
 def entries_text(extra):

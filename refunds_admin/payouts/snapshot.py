@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, TypeVar
 import orjson
 
 from ._gc import paused_gc
-from .money import _AMOUNT, CURRENCIES_WITH_CENTS, AmountError, _json_type, parse_amount
+from .money import CURRENCIES_WITH_CENTS, AmountError, _json_type, parse_amount
 
 FORMAT = "tournament-snapshot/1"
 MAX_PROBLEMS = 50
@@ -383,7 +383,7 @@ def _parse_snapshot(doc: object) -> Snapshot:
     tournament = (
         _parse_tournament(t, problems, min(last_place, MAX_PLACE)) if t is not None else None
     )
-    keys = _entry_keys(entries_raw)
+    keys = _keys_of(entries_raw)
     entries, in_texts = _parse_entries(doc, tournament, problems, keys)
     # A key given twice refuses the document before anything else is said about it: which of
     # the two values the checks above saw is not defined.
@@ -429,8 +429,8 @@ def _refuse_duplicate_key(
         )
 
 
-def _entry_keys(raw: object) -> frozenset[str] | None:
-    """Every key some entry gives, when the entries are a list of objects (else None)."""
+def _keys_of(raw: object) -> frozenset[str] | None:
+    """Every key some object of `raw` gives, when it is a list of objects (else None)."""
     if not isinstance(raw, list) or set(map(type, raw)) != {dict}:
         return None
     return frozenset(chain.from_iterable(raw))
@@ -446,11 +446,11 @@ def _parse_emails(
     raw: object, problems: _Problems, keys: frozenset[str] | None = None
 ) -> dict[str, str]:
     """{entry_id: address} for the entries carrying the optional `email` field ("" = none).
-    `keys`: every key the entries give (_entry_keys), when known."""
+    `keys`: every key the entries give (_keys_of), when known."""
     if not isinstance(raw, list):
         return {}
     if keys is None:
-        keys = _entry_keys(raw)
+        keys = _keys_of(raw)
     if keys is not None and "email" not in keys:
         return {}  # the usual case: no entry carries an e-mail address
     emails: dict[str, str] = {}
@@ -963,7 +963,7 @@ def _parse_entries_in_bulk(
     unusual, and the caller then checks entry by entry to name every problem precisely. So this
     path only ever accepts; it never refuses.
     """
-    bulk = _bulk_entries(raw, default_buy_in, default_fee, _entry_keys(raw))
+    bulk = _bulk_entries(raw, default_buy_in, default_fee, _keys_of(raw))
     return None if bulk is None else bulk[0]
 
 
@@ -973,7 +973,7 @@ def _bulk_entries(
     default_fee: int | None,
     keys: frozenset[str] | None,
 ) -> tuple[EntryColumns, int] | None:
-    """_parse_entries_in_bulk, given the entries' keys (_entry_keys); with the columns, the
+    """_parse_entries_in_bulk, given the entries' keys (_keys_of); with the columns, the
     number of ':' inside the ids and names, for the duplicate-key check (_entry_colons).
 
     Each column is read once, and a field no entry gives is not read at all.
@@ -1139,24 +1139,30 @@ def _parse_prizes_in_bulk(
     check names the problem.
     """
     n = len(raw)
-    if n == 0 or set(map(type, raw)) != {dict} or not all(map(_PRIZE_KEYS.issuperset, raw)):
+    keys = _keys_of(raw)  # every key some row gives (None: a row that is not an object)
+    if n == 0 or keys is None or not keys <= _PRIZE_KEYS:
         return None
     is_single = list(map(dict.__contains__, raw, repeat("place", n)))
     is_range = list(map(dict.__contains__, raw, repeat("places", n)))
     if not all(map(xor, is_single, is_range)):
         return None  # both or neither
     texts: list[Any] = list(map(dict.get, raw, repeat("amount", n)))
-    non_cash = list(map(dict.get, raw, repeat("non_cash", n), repeat(False, n)))
-    descriptions = list(map(dict.get, raw, repeat("description", n), repeat("", n)))
-    if (
-        set(map(type, texts)) != {str}
-        or not all(map(_AMOUNT.fullmatch, texts))
-        or not set(map(type, non_cash)) <= {bool}
-        or not set(map(type, descriptions)) <= {str}
-        or max(map(len, descriptions)) > _DESCRIPTION_MAX
-        or _CONTROL.search("".join(descriptions))
-    ):
-        return None
+    if set(map(type, texts)) != {str}:
+        return None  # each distinct text is then parsed, and refused, by _amounts_of
+    non_cash: list[Any] = [False] * n
+    if "non_cash" in keys:
+        non_cash = list(map(dict.get, raw, repeat("non_cash", n), repeat(False, n)))
+        if set(map(type, non_cash)) != {bool}:
+            return None
+    descriptions: list[Any] = [""] * n
+    if "description" in keys:
+        descriptions = list(map(dict.get, raw, repeat("description", n), repeat("", n)))
+        try:
+            text = "".join(descriptions)  # refuses anything but strings
+        except TypeError:
+            return None
+        if max(map(len, descriptions)) > _DESCRIPTION_MAX or _has_control_character(text):
+            return None
     amounts = _amounts_of(texts)
     if amounts is None:
         return None
@@ -1192,6 +1198,11 @@ def _parse_prizes_in_bulk(
     # The prizes never rise, so the unpaid places (0.00) are all at the end.
     last_paid = count - table.count(0)
     rows = list(
-        map(PrizeRow._make, zip(place_from, place_to, amounts, non_cash, descriptions, strict=True))
+        # tuple.__new__ is what PrizeRow._make calls, without a Python call per row.
+        map(
+            tuple.__new__,
+            repeat(PrizeRow, n),
+            zip(place_from, place_to, amounts, non_cash, descriptions, strict=True),
+        )
     )
     return rows, table[:last_paid]
