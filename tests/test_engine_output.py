@@ -1,6 +1,7 @@
 """compute_payouts writes the proposal JSON from the columns: the same bytes as orjson's
 OPT_INDENT_2 of the document built dict by dict (issue 15), whatever the ids hold."""
 
+import hashlib
 import io
 import sys
 
@@ -11,7 +12,13 @@ from hypothesis import strategies as st
 
 from refunds_admin.payouts import compute_proposal, parse_snapshot
 from refunds_admin.payouts.cli import write_proposal_json
-from refunds_admin.payouts.rules import Proposal, line_json
+from refunds_admin.payouts.rules import (
+    Proposal,
+    fingerprint_columns,
+    fingerprint_header,
+    fingerprint_lines,
+    line_json,
+)
 
 from .factories import EXAMPLES, example
 from .test_engine_properties import computed, snapshots
@@ -75,3 +82,43 @@ def test_it_escapes_ids_as_orjson_does(doc, data):
         return
     fingerprint = data.draw(st.booleans())
     assert written(proposal, fingerprint) == reference(proposal, fingerprint)
+
+
+def reference_fingerprint(external_id, currency, rule, rows):
+    """The fingerprint as computed before issue 15 (str.format per line)."""
+    h = hashlib.sha256(fingerprint_header(external_id, currency, rule).encode())
+    for entry_id, player_id, *amounts in rows:
+        h.update(
+            "{}:{}{}:{}{},{},{},{},{}\n".format(
+                len(entry_id), entry_id, len(player_id), player_id, *amounts
+            ).encode()
+        )
+    return h.hexdigest()
+
+
+ROWS = st.lists(
+    st.tuples(
+        st.text(min_size=1, max_size=8),
+        st.text(min_size=1, max_size=8),
+        *[st.integers(0, 10**15)] * 5,
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=8), ROWS)
+def test_it_fingerprints_the_canonical_text_as_before(external_id, rows):
+    """Stored fingerprints stay valid: the same canonical text, byte for byte, from rows (the
+    stored lines) and from the proposal's columns."""
+    expected = reference_fingerprint(external_id, "USD", "in_the_money", rows)
+    assert fingerprint_lines(external_id, "USD", "in_the_money", iter(rows)) == expected
+    columns = tuple(map(list, zip(*rows))) if rows else ([],) * 7
+    assert fingerprint_columns(external_id, "USD", "in_the_money", columns) == expected
+
+
+def test_it_fingerprints_more_lines_than_a_chunk_as_before():
+    rows = [(f"e{i}", f"p{i}", i, 0, i * 7, 300, i * 8 + 300) for i in range(40_000)]
+    expected = reference_fingerprint("T", "EUR", "full_refund", rows)
+    assert fingerprint_lines("T", "EUR", "full_refund", rows) == expected
+    assert fingerprint_columns("T", "EUR", "full_refund", tuple(map(list, zip(*rows)))) == expected
