@@ -122,3 +122,17 @@ def test_it_fingerprints_more_lines_than_a_chunk_as_before():
     expected = reference_fingerprint("T", "EUR", "full_refund", rows)
     assert fingerprint_lines("T", "EUR", "full_refund", rows) == expected
     assert fingerprint_columns("T", "EUR", "full_refund", tuple(map(list, zip(*rows)))) == expected
+
+
+def test_the_command_prints_everything_before_it_ends_the_process():
+    """manage.py compute_payouts leaves with os._exit once the output is flushed: all of it."""
+    import subprocess
+
+    path = EXAMPLES / "05-first-place-cap.scenario.json"
+    res = subprocess.run(
+        [sys.executable, "manage.py", "compute_payouts", str(path), "--fingerprint"],
+        capture_output=True,
+    )
+    assert res.returncode == 0 and res.stderr == b""
+    scenario, _ = example("05-first-place-cap")
+    assert res.stdout.decode() == reference(compute_proposal(parse_snapshot(scenario)), True)

@@ -7,6 +7,7 @@ without setting up Django, which would cost more than computing 100k entries.
 
 import argparse
 import gc
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, islice, repeat
@@ -52,16 +53,26 @@ def main(
     # A short-lived process that builds a million small objects and no reference cycles: the
     # cyclic garbage collector would only walk the snapshot over and over.
     gc.disable()
+    the_command = stdin is None and stdout is None and stderr is None
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    return run(
+    kept: list[object] = []
+    code = run(
         args.file,
         args.explain,
         stdin=stdin,
         stdout=stdout,
         stderr=stderr,
         fingerprint=args.fingerprint,
+        keep=kept,
     )
+    if the_command:
+        # The process ends here: the snapshot, the proposal and their million small objects go
+        # with it, instead of being freed one by one (a tenth of a second for 100k entries).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def run(
@@ -72,14 +83,20 @@ def run(
     stdout: Writer,
     stderr: Writer,
     fingerprint: bool = False,
+    keep: list[object] | None = None,
 ) -> int:
+    """The command's work; `keep` receives what it read and computed (see main)."""
+    if keep is None:
+        keep = []
     try:
         raw = stdin.buffer.read() if file == "-" else _read(file)
     except OSError as exc:
         stderr.write(f"refused: cannot read {file}: {exc.strerror}\n")
         return 2
+    keep.append(raw)
     try:
         proposal = compute_proposal(parse_snapshot(raw))
+        keep.append(proposal)
     except SnapshotError as exc:
         count = len(exc.problems) + exc.more
         stderr.write(
