@@ -506,13 +506,44 @@ def round_shares(pool: int, total_chips: int, chips: list[int], entry_ids: list[
     if leftover:
         # The leftover-th largest remainder is the threshold: everything above it gets a cent;
         # among the entries exactly at it, the tie-breaks pick the rest. One sort of integers.
-        threshold = sorted(remainders, reverse=True)[leftover - 1]
+        threshold = kth_largest(remainders, leftover)
         winners = list(compress(range(len(chips)), map(threshold.__lt__, remainders)))
         tied = list(compress(range(len(chips)), map(threshold.__eq__, remainders)))
         tied.sort(key=lambda k: (-chips[k], entry_ids[k]))
         for k in winners + tied[: leftover - len(winners)]:
             shares[k] += 1
     return shares
+
+
+def kth_largest(values: list[int], k: int) -> int:
+    """The k-th largest of `values` (1 <= k <= len(values)), as sorted(values)[-k] gives it.
+
+    A full sort of 100k remainders is the most expensive step of the rules. A sample of the
+    values guesses a narrow window around the answer; counting (in C) how many values lie above
+    it and sorting only those inside gives the exact answer. A wrong guess (a skewed sample)
+    falls back to the full sort: the answer never depends on the sample, only the time does.
+    """
+    n = len(values)
+    if n < 4096:
+        return sorted(values, reverse=True)[k - 1]
+    sample = sorted(values[:: n // 1024])
+    m = len(sample)
+    at = m - k * m // n  # where the answer falls in the sample, counted from the smallest
+    inside: Iterator[bool] | None = None  # the window: values from low to high
+    above = 0  # values above high
+    if at + 48 < m:
+        high = sample[at + 48]
+        above = sum(map(high.__lt__, values))
+        inside = map(high.__ge__, values)
+    if at - 48 >= 0:
+        low = sample[at - 48]
+        at_least_low = map(low.__le__, values)
+        inside = at_least_low if inside is None else map(and_, inside, at_least_low)
+    if above < k and inside is not None:
+        window = sorted(compress(values, inside), reverse=True)
+        if above + len(window) >= k:
+            return window[k - above - 1]
+    return sorted(values, reverse=True)[k - 1]
 
 
 def _warnings(snapshot: Snapshot, proposal: Proposal) -> list[str]:
