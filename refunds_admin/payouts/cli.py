@@ -131,9 +131,9 @@ def write_proposal_json(proposal: Proposal, out: Writer, *, fingerprint: bool = 
 
 def _write_proposal_json(proposal: Proposal, out: Writer, fingerprint: bool) -> None:
     # The same bytes as orjson.dumps(the document, OPT_INDENT_2) plus a newline, without a dict
-    # per line: the head (everything but the lines) goes through orjson, and the lines are the
-    # fixed text between the fields, joined with the fields' texts column by column (zip, map
-    # and join run in C). Written in chunks: a 250k-line proposal is never one text in memory.
+    # per line: the head (everything but the lines) goes through orjson, and each line is one
+    # %-format fed column by column (zip, map, % and join run in C). Written in chunks: a
+    # 250k-line proposal is never one text in memory.
     doc = proposal.to_json(with_lines=False, with_fingerprint=fingerprint)
     doc["lines"] = []  # the last key: the lines go where its [] is
     head = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
@@ -158,31 +158,31 @@ def _write_proposal_json(proposal: Proposal, out: Writer, fingerprint: bool) -> 
 def _line_chunks(c: LineColumns) -> Iterator[str]:
     """The lines' text, _CHUNK lines at a time.
 
-    Each line is cut into 13 texts: the ids and the numbers that differ on every line, and the
-    rest, where a field that repeats (the status, an amount that every entry gets, the decimals,
-    the capped flag) comes with the fixed text around it from a small table.
+    Each line is one %-format of _LINE: the ids and the numbers that differ on every line go in
+    as they are, and each field that repeats (the status, an amount that every entry gets, the
+    decimals, the capped flag) comes with the fixed text around it from a small table.
     """
     n = len(c.entry_id)
     # The capped flag ends its line and opens the next one; the last line closes the list.
     capped_text = (f"false{_BETWEEN}", f"true{_BETWEEN}")
     last = (f"false{_LINE_END}", f"true{_LINE_END}")[c.capped[-1]]
-    pieces = zip(
+    fields = zip(
         _json_strings(c.entry_id),
-        repeat('",\n      "player_id": "', n),
         _json_strings(c.player_id),
         map(_Texts(_status_text).__getitem__, c.status),
-        map(str, c.chips),
+        c.chips,
         map(_Texts(_buy_in_refund_text).__getitem__, c.buy_in_refund),
         map(_Texts(_next_prize_text).__getitem__, c.next_prize),
-        map(str, map(floordiv, c.chip_equity, repeat(100))),
+        map(floordiv, c.chip_equity, repeat(100)),
         map(_EQUITY_DECIMALS.__getitem__, map(mod, c.chip_equity, repeat(100))),
         map(_Texts(_fee_refund_text).__getitem__, c.fee_refund),
-        map(str, map(floordiv, c.total, repeat(100))),
+        map(floordiv, c.total, repeat(100)),
         map(_TOTAL_DECIMALS.__getitem__, map(mod, c.total, repeat(100))),
         chain(map(capped_text.__getitem__, islice(c.capped, n - 1)), (last,)),
     )
+    lines = map(_LINE.__mod__, fields)
     yield _LINES_START
-    while chunk := "".join(chain.from_iterable(islice(pieces, _CHUNK))):
+    while chunk := "".join(islice(lines, _CHUNK)):
         yield chunk
 
 
@@ -199,8 +199,10 @@ class _Texts(dict[Any, str]):
         return text
 
 
-# One line of the proposal as orjson's OPT_INDENT_2 writes it inside "lines" (two levels deep).
+# One line of the proposal as orjson's OPT_INDENT_2 writes it inside "lines" (two levels deep):
+# the first line's opening is in _LINES_START, each next one's in the line before (_BETWEEN).
 _LINES_START = '"lines": [\n    {\n      "entry_id": "'
+_LINE = '%s",\n      "player_id": "%s%s%d%s%s%d%s%s%d%s%s'
 _LINE_END = "\n    }"
 _BETWEEN = f'{_LINE_END},\n    {{\n      "entry_id": "'
 _END = "\n  ]\n}\n"
@@ -222,7 +224,7 @@ def _fee_refund_text(cents: int) -> str:
     return f'{format_cents(cents)}",\n      "total": "'
 
 
-# Non-negative cents are written as str(cents // 100) and the decimals with what follows them.
+# Non-negative cents are written as cents // 100 (%d) and the decimals with what follows them.
 _EQUITY_DECIMALS = tuple(f'.{c:02d}",\n      "fee_refund": "' for c in range(100))
 _TOTAL_DECIMALS = tuple(f'.{c:02d}",\n      "capped": ' for c in range(100))
 _EMPTY_LINES = b'"lines": []\n}'
