@@ -505,12 +505,14 @@ def round_shares(pool: int, total_chips: int, chips: list[int], entry_ids: list[
     leftover = pool - sum(shares)
     if leftover:
         # The leftover-th largest remainder is the threshold: everything above it gets a cent;
-        # among the entries exactly at it, the tie-breaks pick the rest. One sort of integers.
+        # among the entries exactly at it, the tie-breaks pick the rest.
         threshold = kth_largest(remainders, leftover)
-        winners = list(compress(range(len(chips)), map(threshold.__lt__, remainders)))
+        # A cent to every entry above the threshold, added column-wise (True counts 1).
+        above = list(map(threshold.__lt__, remainders))
+        shares = list(map(add, shares, above))
         tied = list(compress(range(len(chips)), map(threshold.__eq__, remainders)))
         tied.sort(key=lambda k: (-chips[k], entry_ids[k]))
-        for k in winners + tied[: leftover - len(winners)]:
+        for k in tied[: leftover - sum(above)]:
             shares[k] += 1
     return shares
 
