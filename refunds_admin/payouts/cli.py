@@ -10,14 +10,13 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain, islice, repeat
-from operator import floordiv, mod
+from itertools import chain, islice
 from typing import Any, Protocol, TextIO
 
 import orjson
 
 from ._gc import paused_gc
-from .money import format_cents
+from .money import decimals_texts, format_cents, split_cents_column
 from .rules import LineColumns, Proposal, compute_proposal
 from .snapshot import SnapshotError, parse_snapshot
 from .statement import explain
@@ -166,6 +165,8 @@ def _line_chunks(c: LineColumns) -> Iterator[str]:
     # The capped flag ends its line and opens the next one; the last line closes the list.
     capped_text = (f"false{_BETWEEN}", f"true{_BETWEEN}")
     last = (f"false{_LINE_END}", f"true{_LINE_END}")[c.capped[-1]]
+    equity, equity_cents = split_cents_column(c.chip_equity)
+    total, total_cents = split_cents_column(c.total)
     fields = zip(
         _json_strings(c.entry_id),
         _json_strings(c.player_id),
@@ -173,11 +174,11 @@ def _line_chunks(c: LineColumns) -> Iterator[str]:
         c.chips,
         map(_Texts(_buy_in_refund_text).__getitem__, c.buy_in_refund),
         map(_Texts(_next_prize_text).__getitem__, c.next_prize),
-        map(floordiv, c.chip_equity, repeat(100)),
-        map(_EQUITY_DECIMALS.__getitem__, map(mod, c.chip_equity, repeat(100))),
+        equity,
+        map(_EQUITY_DECIMALS.__getitem__, equity_cents),
         map(_Texts(_fee_refund_text).__getitem__, c.fee_refund),
-        map(floordiv, c.total, repeat(100)),
-        map(_TOTAL_DECIMALS.__getitem__, map(mod, c.total, repeat(100))),
+        total,
+        map(_TOTAL_DECIMALS.__getitem__, total_cents),
         chain(map(capped_text.__getitem__, islice(c.capped, n - 1)), (last,)),
     )
     lines = map(_LINE.__mod__, fields)
@@ -224,9 +225,10 @@ def _fee_refund_text(cents: int) -> str:
     return f'{format_cents(cents)}",\n      "total": "'
 
 
-# Non-negative cents are written as cents // 100 (%d) and the decimals with what follows them.
-_EQUITY_DECIMALS = tuple(f'.{c:02d}",\n      "fee_refund": "' for c in range(100))
-_TOTAL_DECIMALS = tuple(f'.{c:02d}",\n      "capped": ' for c in range(100))
+# The chip equity and the total differ on every line: their whole units go in as %d, their
+# decimals with what follows them.
+_EQUITY_DECIMALS = decimals_texts('",\n      "fee_refund": "')
+_TOTAL_DECIMALS = decimals_texts('",\n      "capped": ')
 _EMPTY_LINES = b'"lines": []\n}'
 _CHUNK = 8192
 
