@@ -230,7 +230,7 @@ def _fee_refund_text(cents: int) -> str:
 _EQUITY_DECIMALS = decimals_texts('",\n      "fee_refund": "')
 _TOTAL_DECIMALS = decimals_texts('",\n      "capped": ')
 _EMPTY_LINES = b'"lines": []\n}'
-_CHUNK = 8192
+_CHUNK = 1024  # lines: a chunk (300 kB) stays in the L2 cache while it is joined and encoded
 
 
 def _json_strings(column: list[str]) -> Iterable[str]:
