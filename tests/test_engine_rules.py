@@ -1,9 +1,13 @@
 """The rules of payout-rules.md at their edges: timing, cap, rounding ties, warnings."""
 
+import random
 from datetime import UTC, datetime, timedelta
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from refunds_admin.payouts import compute_proposal, explain, parse_snapshot, select_rule
-from refunds_admin.payouts.rules import round_shares
+from refunds_admin.payouts.rules import kth_largest, round_shares
 
 from .factories import active, engine_doc, out
 
@@ -187,3 +191,26 @@ def test_it_reads_offsets_in_every_iso_8601_form():
     for text in ("2026-11-29T19:30:00+01:00", "2026-11-29T19:30:00+0100", "2026-11-29T19:30:00+01",
                  "2026-11-29t18:30:00z", "2026-11-29 18:30:00Z"):  # fmt: skip
         assert rule_at(text) == "in_the_money", text
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**32),
+    st.sampled_from(["uniform", "few values", "ascending", "descending", "skewed", "equal"]),
+    st.integers(1, 9000),
+    st.floats(0, 1),
+)
+def test_it_finds_the_kth_largest_remainder_as_a_full_sort_does(seed, shape, n, where):
+    """kth_largest guesses a window from a sample; whatever the values, the answer is the
+    sort's (the threshold of the leftover cents depends on it)."""
+    rng = random.Random(seed)
+    values = {
+        "uniform": lambda: [rng.randrange(10**10) for _ in range(n)],
+        "few values": lambda: [rng.choice([0, 5, 7, 10**9]) for _ in range(n)],
+        "ascending": lambda: list(range(n)),
+        "descending": lambda: list(range(n, 0, -1)),
+        "skewed": lambda: [int(rng.paretovariate(0.5)) for _ in range(n)],
+        "equal": lambda: [3] * n,
+    }[shape]()
+    k = 1 + int(where * (n - 1))
+    assert kth_largest(values, k) == sorted(values, reverse=True)[k - 1]

@@ -11,9 +11,11 @@ from refunds_admin.audit.models import AuditEvent
 from refunds_admin.payouts.labels import RULE_TEXT, rule_label, rule_name
 from refunds_admin.payouts.money import (
     AmountError,
+    decimals_texts,
     display,
     format_cents,
     format_cents_column,
+    split_cents_column,
     to_cents,
 )
 from refunds_admin.payouts.rules import RULES
@@ -31,6 +33,9 @@ def test_it_formats_amounts_for_files_and_for_people():
     assert format_cents(81533) == "815.33" and format_cents(-5) == "-0.05"
     assert format_cents(3015000, grouped=True) == "30,150.00"
     assert list(format_cents_column([0, 7, 81533])) == ["0.00", "0.07", "815.33"]
+    whole, cents = split_cents_column([0, 7, 81533])
+    texts = decimals_texts('"')
+    assert [f"{w}{texts[c]}" for w, c in zip(whole, cents)] == ['0.00"', '0.07"', '815.33"']
     assert display(81533, "USD") == "$815.33"
     assert display(3015000, "USD", symbol=False) == "USD 30,150.00"
     assert display(100, "CHF") == "CHF 1.00"

@@ -5,8 +5,9 @@ In files and APIs an amount is a JSON string of ASCII digits with at most two de
 """
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
+from operator import floordiv, mod
 
 _AMOUNT = re.compile(r"[0-9]+(?:\.[0-9]{1,2})?")
 # Far above any real prize pool, and still inside a PostgreSQL bigint of cents.
@@ -77,6 +78,18 @@ def format_cents_column(column: Iterable[int]) -> Iterator[str]:
     """format_cents over a column of non-negative amounts, lazily and in C (map, divmod, %):
     a 250k-line proposal is written without a Python call per amount."""
     return map("%d.%02d".__mod__, map(divmod, column, repeat(100)))
+
+
+def split_cents_column(column: Sequence[int]) -> tuple[Iterator[int], Iterator[int]]:
+    """A column of non-negative amounts as two lazy columns, whole units and the cents left
+    (0-99), computed in C: for a writer that places "%d" and decimals_texts() itself."""
+    return map(floordiv, column, repeat(100)), map(mod, column, repeat(100))
+
+
+def decimals_texts(after: str = "") -> tuple[str, ...]:
+    """The decimals of cents 0 to 99 as written after the whole units (".00" to ".99"), each
+    followed by `after`: indexed by the cents left, as split_cents_column gives them."""
+    return tuple(f".{cents:02d}{after}" for cents in range(100))
 
 
 def display(

@@ -5,14 +5,17 @@ Pure: snapshot + incident facts in, proposal out. Integer cents and integer comp
 """
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
 from functools import cached_property
 from itertools import compress, islice, repeat
 from operator import add, and_, eq, floordiv, is_not, le, mod, mul, ne, not_, or_, sub, truth
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import hashlib
 
 from ._gc import paused_gc
 from .money import format_cents
@@ -87,16 +90,13 @@ class Proposal:
 
     def fingerprint(self) -> str:
         c = self.columns
-        rows = zip(
-            c.entry_id,
-            c.player_id,
-            c.buy_in_refund,
-            c.next_prize,
-            c.chip_equity,
-            c.fee_refund,
-            c.total,
-        )
-        return fingerprint_lines(self.external_id, self.currency, self.rule, rows)
+        return fingerprint_columns(
+            self.external_id,
+            self.currency,
+            self.rule,
+            (c.entry_id, c.player_id, c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund,
+             c.total),
+        )  # fmt: skip
 
     @cached_property
     def _positions(self) -> dict[str, int]:
@@ -159,23 +159,55 @@ def fingerprint_lines(
     with amounts in cents, in snapshot order: the engine's lines and the stored PayoutLine rows
     give the same fingerprint. Strings are length-prefixed so that no id can imitate another line.
     """
+    h = _fingerprint_start(external_id, currency, rule)
+    remaining = iter(rows)
+    while chunk := list(islice(remaining, _FINGERPRINT_CHUNK)):
+        _fingerprint_update(h, _canonical_lines(*zip(*chunk)))
+    return h.hexdigest()
+
+
+def fingerprint_columns(
+    external_id: str, currency: str, rule: str, columns: tuple[list[Any], ...]
+) -> str:
+    """fingerprint_lines of the rows zip(*columns), without making the rows: the proposal's
+    own columns go straight into the canonical text."""
+    h = _fingerprint_start(external_id, currency, rule)
+    _fingerprint_update(h, _canonical_lines(*columns))
+    return h.hexdigest()
+
+
+# One canonical line: the ids with their lengths, then the five amounts in cents. %s is what
+# str.format("{}") wrote before: the same text for the same values, byte for byte.
+_CANONICAL = "%s:%s%s:%s%s,%s,%s,%s,%s\n"
+_FINGERPRINT_CHUNK = 16384
+
+
+def _canonical_lines(
+    ids: Sequence[str],
+    players: Sequence[str],
+    buy_in: Sequence[int],
+    next_prize: Sequence[int],
+    equity: Sequence[int],
+    fee: Sequence[int],
+    total: Sequence[int],
+) -> Iterator[str]:
+    fields = zip(
+        map(len, ids), ids, map(len, players), players, buy_in, next_prize, equity, fee, total
+    )
+    return map(_CANONICAL.__mod__, fields)
+
+
+def _fingerprint_start(external_id: str, currency: str, rule: str) -> "hashlib._Hash":
     import hashlib  # here, not at the top: compute_payouts starts faster without OpenSSL
 
     h = hashlib.sha256()
     h.update(fingerprint_header(external_id, currency, rule).encode())
-    remaining = iter(rows)
-    while True:
-        chunk = list(islice(remaining, 16384))
-        if not chunk:
-            return h.hexdigest()
-        ids, players, b, n, c, f, t = zip(*chunk)
-        text = "".join(
-            map(_CANONICAL.format, map(len, ids), ids, map(len, players), players, b, n, c, f, t)
-        )
+    return h
+
+
+def _fingerprint_update(h: "hashlib._Hash", lines: Iterator[str]) -> None:
+    while text := "".join(islice(lines, _FINGERPRINT_CHUNK)):
         h.update(text.encode())
-
-
-_CANONICAL = "{}:{}{}:{}{},{},{},{},{}\n"
 
 
 def fingerprint_header(external_id: str, currency: str, rule: str) -> str:
@@ -473,14 +505,47 @@ def round_shares(pool: int, total_chips: int, chips: list[int], entry_ids: list[
     leftover = pool - sum(shares)
     if leftover:
         # The leftover-th largest remainder is the threshold: everything above it gets a cent;
-        # among the entries exactly at it, the tie-breaks pick the rest. One sort of integers.
-        threshold = sorted(remainders, reverse=True)[leftover - 1]
-        winners = list(compress(range(len(chips)), map(threshold.__lt__, remainders)))
+        # among the entries exactly at it, the tie-breaks pick the rest.
+        threshold = kth_largest(remainders, leftover)
+        # A cent to every entry above the threshold, added column-wise (True counts 1).
+        above = list(map(threshold.__lt__, remainders))
+        shares = list(map(add, shares, above))
         tied = list(compress(range(len(chips)), map(threshold.__eq__, remainders)))
         tied.sort(key=lambda k: (-chips[k], entry_ids[k]))
-        for k in winners + tied[: leftover - len(winners)]:
+        for k in tied[: leftover - sum(above)]:
             shares[k] += 1
     return shares
+
+
+def kth_largest(values: list[int], k: int) -> int:
+    """The k-th largest of `values` (1 <= k <= len(values)), as sorted(values)[-k] gives it.
+
+    A full sort of 100k remainders is the most expensive step of the rules. A sample of the
+    values guesses a narrow window around the answer; counting (in C) how many values lie above
+    it and sorting only those inside gives the exact answer. A wrong guess (a skewed sample)
+    falls back to the full sort: the answer never depends on the sample, only the time does.
+    """
+    n = len(values)
+    if n < 4096:
+        return sorted(values, reverse=True)[k - 1]
+    sample = sorted(values[:: n // 1024])
+    m = len(sample)
+    at = m - k * m // n  # where the answer falls in the sample, counted from the smallest
+    inside: Iterator[bool] | None = None  # the window: values from low to high
+    above = 0  # values above high
+    if at + 48 < m:
+        high = sample[at + 48]
+        above = sum(map(high.__lt__, values))
+        inside = map(high.__ge__, values)
+    if at - 48 >= 0:
+        low = sample[at - 48]
+        at_least_low = map(low.__le__, values)
+        inside = at_least_low if inside is None else map(and_, inside, at_least_low)
+    if above < k and inside is not None:
+        window = sorted(compress(values, inside), reverse=True)
+        if above + len(window) >= k:
+            return window[k - above - 1]
+    return sorted(values, reverse=True)[k - 1]
 
 
 def _warnings(snapshot: Snapshot, proposal: Proposal) -> list[str]:

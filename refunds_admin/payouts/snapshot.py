@@ -11,15 +11,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
-from functools import cached_property
-from itertools import compress, islice, repeat
-from operator import contains, eq, ge, xor
+from functools import cached_property, partial
+from itertools import chain, compress, islice, repeat
+from operator import eq, ge, not_, xor
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
 from ._gc import paused_gc
-from .money import _AMOUNT, CURRENCIES_WITH_CENTS, AmountError, _json_type, parse_amount
+from .money import CURRENCIES_WITH_CENTS, AmountError, _json_type, parse_amount
 
 FORMAT = "tournament-snapshot/1"
 MAX_PROBLEMS = 50
@@ -275,7 +275,9 @@ def _too_large(size: int, what: str = "document", limit: int | None = None) -> S
     )
 
 
-def _duplicate_key(text: str, doc: object) -> str | None:
+def _duplicate_key(
+    text: str | bytes, doc: object, entry_colons: Callable[[], int] | None = None
+) -> str | None:
     """The first key given twice in one JSON object, or None. orjson silently keeps the last
     value; another parser may keep the first, so such a document is refused.
 
@@ -283,14 +285,26 @@ def _duplicate_key(text: str, doc: object) -> str | None:
     parsed document has one per key it kept plus the same ones inside strings, so the counts
     agree exactly when no key was dropped. Only when the text escapes a colon (\\u003a), which
     breaks the count, is it parsed again with json's object_pairs_hook to make sure.
+
+    `entry_colons`, when the entries were read by the bulk path, gives their share of that count,
+    worked out from their columns (_entry_colons): only the rest of the document is serialised
+    again.
     """
-    try:
-        again = orjson.dumps(doc)
-    except orjson.JSONEncodeError:  # nested more than 255 deep: no snapshot is
-        raise SnapshotError([Problem("document", "is nested too deeply")]) from None
-    if "\\u003" not in text and text.count(":") == again.count(b":"):
-        return None
-    return _find_duplicate(text)
+    escaped = b"\\u003" in text if isinstance(text, bytes) else "\\u003" in text
+    if not escaped:
+        try:
+            if entry_colons is None:
+                again = orjson.dumps(doc).count(b":")
+            else:
+                assert isinstance(doc, dict)
+                rest = {key: value for key, value in doc.items() if key != "entries"}
+                again = orjson.dumps(rest).count(b":") + 1 + entry_colons()  # 1: "entries":
+        except orjson.JSONEncodeError:  # nested more than 255 deep: no snapshot is
+            raise SnapshotError([Problem("document", "is nested too deeply")]) from None
+        given = text.count(b":") if isinstance(text, bytes) else text.count(":")
+        if given == again:
+            return None
+    return _find_duplicate(text.decode() if isinstance(text, bytes) else text)
 
 
 def _find_duplicate(text: str) -> str | None:
@@ -312,15 +326,25 @@ def _find_duplicate(text: str) -> str | None:
 
 
 def _parse_snapshot(doc: object) -> Snapshot:
+    text: str | bytes | None = None  # the JSON text, for the duplicate-key check
     if isinstance(doc, (bytes, bytearray)):
         if len(doc) > MAX_DOCUMENT_BYTES:
             raise _too_large(len(doc))
         try:
-            doc = doc.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise SnapshotError(
-                [Problem("document", f"is not UTF-8 text ({exc.reason})")]
-            ) from None
+            # orjson reads UTF-8 bytes itself: no decoded copy of a 35 MB document. On any
+            # error, the text is decoded and parsed again below, for the same messages.
+            parsed = orjson.loads(doc)
+        except orjson.JSONDecodeError:
+            parsed = _MISSING
+        if parsed is _MISSING:
+            try:
+                doc = doc.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SnapshotError(
+                    [Problem("document", f"is not UTF-8 text ({exc.reason})")]
+                ) from None
+        else:
+            text, doc = bytes(doc), parsed
     if isinstance(doc, str):
         text = doc
         if len(text) > MAX_DOCUMENT_BYTES or (
@@ -334,19 +358,10 @@ def _parse_snapshot(doc: object) -> Snapshot:
             doc = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
             raise SnapshotError([Problem("document", f"is not valid JSON ({exc})")]) from None
-        duplicate = _duplicate_key(text, doc)
-        if duplicate is not None:
-            raise SnapshotError(
-                [
-                    Problem(
-                        "document",
-                        f"gives the key {_shorten(duplicate)!r} twice in one object; each key "
-                        "may appear once (parsers disagree on which value wins)",
-                    )
-                ]
-            )
     problems = _Problems()
     if not isinstance(doc, dict):
+        if text is not None:
+            _refuse_duplicate_key(text, doc, None)
         raise SnapshotError(
             [Problem("document", f"must be a JSON object, not a JSON {_json_type(doc)}")]
         )
@@ -368,8 +383,16 @@ def _parse_snapshot(doc: object) -> Snapshot:
     tournament = (
         _parse_tournament(t, problems, min(last_place, MAX_PLACE)) if t is not None else None
     )
-    entries = _parse_entries(doc, tournament, problems)
-    emails = _parse_emails(doc.get("entries"), problems)
+    keys = _keys_of(entries_raw)
+    entries, in_texts = _parse_entries(doc, tournament, problems, keys)
+    # A key given twice refuses the document before anything else is said about it: which of
+    # the two values the checks above saw is not defined.
+    if text is not None:
+        entry_colons = None
+        if in_texts is not None and keys is not None and isinstance(entries_raw, list):
+            entry_colons = partial(_entry_colons, entries_raw, keys, in_texts)
+        _refuse_duplicate_key(text, doc, entry_colons)
+    emails = _parse_emails(entries_raw, problems, keys)
     incident = _parse_incident(doc, problems)
 
     if tournament is not None and entries is not None:
@@ -390,18 +413,46 @@ def _parse_snapshot(doc: object) -> Snapshot:
     return Snapshot(columns=entries, incident=incident, emails=emails, **tournament)
 
 
+def _refuse_duplicate_key(
+    text: str | bytes, doc: object, entry_colons: Callable[[], int] | None
+) -> None:
+    duplicate = _duplicate_key(text, doc, entry_colons)
+    if duplicate is not None:
+        raise SnapshotError(
+            [
+                Problem(
+                    "document",
+                    f"gives the key {_shorten(duplicate)!r} twice in one object; each key "
+                    "may appear once (parsers disagree on which value wins)",
+                )
+            ]
+        )
+
+
+def _keys_of(raw: object) -> frozenset[str] | None:
+    """Every key some object of `raw` gives, when it is a list of objects (else None)."""
+    if not isinstance(raw, list) or set(map(type, raw)) != {dict}:
+        return None
+    return frozenset(chain.from_iterable(raw))
+
+
 # Deliberately loose: one @ with something on both sides and no spaces. The mail server is the
 # judge of deliverability; this only catches a column that holds something else.
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 MAX_EMAIL = 254
 
 
-def _parse_emails(raw: object, problems: _Problems) -> dict[str, str]:
-    """{entry_id: address} for the entries carrying the optional `email` field ("" = none)."""
+def _parse_emails(
+    raw: object, problems: _Problems, keys: frozenset[str] | None = None
+) -> dict[str, str]:
+    """{entry_id: address} for the entries carrying the optional `email` field ("" = none).
+    `keys`: every key the entries give (_keys_of), when known."""
     if not isinstance(raw, list):
         return {}
-    if set(map(type, raw)) == {dict} and not any(map(contains, raw, repeat("email"))):
-        return {}  # the usual case, checked in C: no entry carries an e-mail address
+    if keys is None:
+        keys = _keys_of(raw)
+    if keys is not None and "email" not in keys:
+        return {}  # the usual case: no entry carries an e-mail address
     emails: dict[str, str] = {}
     for i, e in enumerate(raw):
         if not isinstance(e, dict) or "email" not in e:
@@ -441,7 +492,7 @@ def _check_storable(tournament: dict[str, Any], entries: EntryColumns, problems:
             f"{DB_MAX_INTEGER:,} cents a proposal can store; split the tournament or check "
             "the amounts",
         )
-    chips = sum(c for c in entries.chips if isinstance(c, int))
+    chips = sum(entries.chips)  # whole numbers on both paths (a refused value reads 0)
     if chips > DB_MAX_INTEGER:
         problems.add(
             "entries",
@@ -746,24 +797,28 @@ def _parse_prizes_one_by_one(
 
 
 def _parse_entries(
-    doc: dict[str, Any], tournament: dict[str, Any] | None, problems: _Problems
-) -> EntryColumns | None:
+    doc: dict[str, Any],
+    tournament: dict[str, Any] | None,
+    problems: _Problems,
+    keys: frozenset[str] | None,
+) -> tuple[EntryColumns | None, int | None]:
+    """The entries' columns, and, when the bulk path read them, the ':' inside their ids and
+    names (see _entry_colons)."""
     raw = doc.get("entries", _MISSING)
     if raw is _MISSING:
         problems.add("entries", "is required")
-        return None
+        return None, None
     if not isinstance(raw, list):
         problems.add("entries", f"must be a JSON array, not a JSON {_json_type(raw)}")
-        return None
+        return None, None
     default_buy_in = tournament["buy_in"] if tournament else None
     default_fee = tournament["fee"] if tournament else None
-    entries = _parse_entries_in_bulk(raw, default_buy_in, default_fee)
-    if entries is not None:
-        return entries
+    bulk = _bulk_entries(raw, default_buy_in, default_fee, keys)
+    if bulk is not None:
+        return bulk
     # Something is unusual: check entry by entry, to name every problem precisely.
-    return EntryColumns.from_entries(
-        _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems)
-    )
+    entries = _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems)
+    return EntryColumns.from_entries(entries), None
 
 
 def _parse_entries_one_by_one(
@@ -904,112 +959,158 @@ def _parse_entries_in_bulk(
     """The same checks as the entry-by-entry path, column by column, for well-formed snapshots.
 
     A 250k-entry snapshot would spend seconds in per-entry Python; here each check runs over a
-    whole column in C (map, set, compress). Returns None as soon as anything is unusual, and the
-    caller then checks entry by entry to name every problem precisely. So this path only ever
-    accepts; it never refuses.
+    whole column in C (map, join, set, compress, min, max). Returns None as soon as anything is
+    unusual, and the caller then checks entry by entry to name every problem precisely. So this
+    path only ever accepts; it never refuses.
+    """
+    bulk = _bulk_entries(raw, default_buy_in, default_fee, _keys_of(raw))
+    return None if bulk is None else bulk[0]
+
+
+def _bulk_entries(
+    raw: list[Any],
+    default_buy_in: int | None,
+    default_fee: int | None,
+    keys: frozenset[str] | None,
+) -> tuple[EntryColumns, int] | None:
+    """_parse_entries_in_bulk, given the entries' keys (_keys_of); with the columns, the
+    number of ':' inside the ids and names, for the duplicate-key check (_entry_colons).
+
+    Each column is read once, and a field no entry gives is not read at all.
     """
     n = len(raw)
-    if n == 0 or set(map(type, raw)) != {dict} or not all(map(_BULK_KEYS.issuperset, raw)):
-        return None
-    if default_buy_in is None or default_fee is None:
-        return None  # the tournament's buy-in or fee was refused: name every problem
-
-    def column(key: str, default: object = None) -> list[Any]:
-        return list(map(dict.get, raw, repeat(key, n), repeat(default, n)))
-
-    counted: dict[str, int] = {}
-
-    def present(key: str) -> int:  # how many entries give `key` (counted once per key)
-        if key not in counted:
-            counted[key] = sum(map(dict.__contains__, raw, repeat(key, n)))
-        return counted[key]
-
-    ids, players, statuses = column("entry_id"), column("player_id"), column("status")
-    screens, chips, finish = column("screen_name", ""), column("chips"), column("finish_place")
-    for col in (ids, players):
-        if set(map(type, col)) != {str} or not all(map(str.strip, col)):
+    if n == 0 or default_buy_in is None or default_fee is None:
+        return None  # no entries, or the tournament's buy-in or fee was refused
+    if keys is None or not keys <= _BULK_KEYS:
+        return None  # an entry that is not an object, or an unknown field
+    get = dict.get
+    ids: list[Any] = list(map(get, raw, repeat("entry_id", n)))
+    players: list[Any] = list(map(get, raw, repeat("player_id", n)))
+    if "screen_name" in keys:
+        screens: list[Any] = list(map(get, raw, repeat("screen_name", n), repeat("", n)))
+    else:
+        screens = [""] * n
+    colons = 0
+    for column, required in ((ids, True), (players, True), (screens, False)):
+        checked = _text_column(column, required)
+        if checked is None:
             return None
-    if len(set(ids)) != n or set(map(type, screens)) != {str}:
+        colons += checked
+    if len(set(ids)) != n:
         return None
-    # Lengths and control characters, column by column (one regex pass over each column).
-    if max(map(len, ids)) > MAX_ID_LENGTH or max(map(len, players)) > MAX_ID_LENGTH:
-        return None
-    if max(map(len, screens)) > MAX_SCREEN_NAME_LENGTH:
-        return None
-    if any(_CONTROL.search("".join(col)) for col in (ids, players, screens)):
-        return None
-    if not set(statuses) <= {ACTIVE, ELIMINATED}:
-        return None
+    statuses: list[Any] = list(map(get, raw, repeat("status", n)))
+    active_count = statuses.count(ACTIVE)
+    if active_count + statuses.count(ELIMINATED) != n:
+        return None  # a missing or other status (compared, never hashed: it may be a list)
     is_active = list(map(eq, repeat(ACTIVE), statuses))
-    active_chips = list(compress(chips, is_active))
-    if active_chips and (
-        set(map(type, active_chips)) != {int}
-        or min(active_chips) <= 0
-        or max(active_chips) > MAX_BIGINT
-    ):
+    # Chips: an eliminated entry may omit them (0); an active one without chips reads 0 and is
+    # refused below like any active entry without chips above 0.
+    chips = list(map(get, raw, repeat("chips", n), repeat(0, n)))
+    if set(map(type, chips)) != {int} or max(chips) > MAX_BIGINT:
+        return None  # a null, a float, a boolean or a number beyond a bigint
+    if active_count and min(compress(chips, is_active)) <= 0:
         return None
-    # Eliminated entries may omit chips, or give 0; a null is refused like any null.
-    stated_chips = [c for c in chips if c is not None]
-    if len(stated_chips) != present("chips") or set(map(type, stated_chips)) - {int}:
-        return None
-    eliminated_chips = set(compress(chips, map(eq, repeat(ELIMINATED), statuses)))
-    if not eliminated_chips <= {None, 0}:
+    if any(compress(chips, map(not_, is_active))):
         return None  # an eliminated entry holds chips
-    active_players = list(compress(players, is_active))
-    if len(set(active_players)) != len(active_players):
-        return None
-    stated_places = [p for p in finish if p is not None]
-    if len(stated_places) != present("finish_place"):
-        return None
-    if stated_places and (
-        set(map(type, stated_places)) != {int}
-        or min(stated_places) < 1
-        or max(stated_places) > MAX_INT
-    ):
-        return None
-    prize_awarded = _bulk_amounts(raw, "prize_awarded", None, present)
-    buy_ins = _bulk_amounts(raw, "buy_in_paid", default_buy_in, present)
-    fees = _bulk_amounts(raw, "fee_paid", default_fee, present)
+    if active_count:
+        active_players = list(compress(players, is_active))
+        if len(set(active_players)) != active_count:
+            return None
+    finish: list[Any] = [None] * n
+    if "finish_place" in keys:
+        finish = list(map(get, raw, repeat("finish_place", n)))
+        if not set(map(type, finish)) <= {int, type(None)}:
+            return None
+        places = list(filter(None, finish))  # the places given, but for a 0: counted below
+        given = sum(map(dict.__contains__, raw, repeat("finish_place", n)))
+        if len(places) != given:
+            return None  # a null (None where the key is given) or a place 0
+        if places and (min(places) < 1 or max(places) > MAX_INT):
+            return None
+    prize_awarded = _bulk_amounts(raw, "prize_awarded", None, keys)
+    buy_ins = _bulk_amounts(raw, "buy_in_paid", default_buy_in, keys)
+    fees = _bulk_amounts(raw, "fee_paid", default_fee, keys)
     if prize_awarded is None or buy_ins is None or fees is None:
         return None
-    chips = [c or 0 for c in chips]
-    return EntryColumns(
-        ids,
-        players,
-        screens,
-        statuses,
-        chips,
-        finish,
-        prize_awarded,
-        buy_ins,
-        fees,
+    columns = EntryColumns(
+        ids, players, screens, statuses, chips, finish, prize_awarded, buy_ins, fees
     )
+    return columns, colons
+
+
+def _text_column(column: list[Any], required: bool) -> int | None:
+    """The ':' in a column of ids or names, or None when one is not a string, is too long,
+    holds a control character, or (`required`) is empty or blank."""
+    try:
+        text = "".join(column)  # refuses anything but strings
+    except TypeError:
+        return None
+    lengths = list(map(len, column))
+    if max(lengths) > min(MAX_ID_LENGTH, MAX_SCREEN_NAME_LENGTH):
+        return None
+    if required and min(lengths) == 0:
+        return None
+    if text.isascii():
+        # What is left once the printable characters but the space are taken out: a control
+        # character refuses, a space asks whether a whole id is blank.
+        odd = text.encode("ascii").translate(None, _GRAPHIC_ASCII)
+        if odd.strip(b" "):
+            return None
+        if odd and required and not all(map(str.strip, column)):
+            return None
+    elif _has_control_character(text) or required and not all(map(str.strip, column)):
+        return None
+    return text.count(":")
+
+
+def _entry_colons(raw: list[Any], keys: frozenset[str], in_texts: int) -> int:
+    """The ':' orjson.dumps(raw) writes, for entries the bulk path accepted: one per key, plus
+    those inside the strings. Statuses, amounts and numbers hold none; ids and names hold
+    `in_texts`; an e-mail address (checked elsewhere, any JSON value) is serialised to count."""
+    colons = sum(map(len, raw)) + in_texts
+    if "email" in keys:
+        emails = list(map(dict.get, raw, repeat("email", len(raw))))
+        colons += orjson.dumps(emails).count(b":")
+    return colons
+
+
+# Every printable ASCII character: what bytes.translate deletes to find control characters;
+# and the same but for the space.
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+_GRAPHIC_ASCII = bytes(range(0x21, 0x7F))
+
+
+def _has_control_character(text: str) -> bool:
+    """Whether `text` holds a character _CONTROL refuses, without a regex pass when it is plain
+    (the regex costs a hundred instructions per character)."""
+    if text.isascii():
+        return bool(text.encode("ascii").translate(None, _PRINTABLE_ASCII))
+    if text.isprintable():  # no control character (Cc) and no lone surrogate (Cs)
+        return False
+    return _CONTROL.search(text) is not None
 
 
 _Default = TypeVar("_Default", int, None)
 
 
 def _bulk_amounts(
-    raw: list[Any], key: str, default: _Default, present: Callable[[str], int]
+    raw: list[Any], key: str, default: _Default, keys: frozenset[str]
 ) -> list[int | _Default] | None:
+    """The column of amounts in cents (`default` where an entry omits the field), or None when a
+    value is not an amount string (a null included)."""
     n = len(raw)
-    if not present(key):
-        return [default] * n
-    values = list(map(dict.get, raw, repeat(key, n)))
-    stated = [v for v in values if v is not None]
-    if (
-        len(stated) != present(key)
-        or set(map(type, stated)) != {str}
-        or not all(map(_AMOUNT.fullmatch, stated))
-    ):
+    if key not in keys:
+        return [default] * n  # the usual case: every entry takes the tournament's amount
+    values = list(map(dict.get, raw, repeat(key, n), repeat(_MISSING, n)))
+    if not set(map(type, values)) <= {str, object}:  # object: _MISSING
         return None
-    cents = _amounts_of(stated)
-    if cents is None:
+    cents: dict[object, int | _Default] = {_MISSING: default}
+    try:
+        for text in set(values) - {_MISSING}:  # each distinct text parsed once
+            cents[text] = parse_amount(text)
+    except AmountError:
         return None
-    if len(stated) == n:
-        return list[int | _Default](cents)
-    given = iter(cents)
-    return [default if v is None else next(given) for v in values]
+    return list(map(cents.__getitem__, values))
 
 
 def _amounts_of(texts: list[str]) -> list[int] | None:
@@ -1038,24 +1139,30 @@ def _parse_prizes_in_bulk(
     check names the problem.
     """
     n = len(raw)
-    if n == 0 or set(map(type, raw)) != {dict} or not all(map(_PRIZE_KEYS.issuperset, raw)):
+    keys = _keys_of(raw)  # every key some row gives (None: a row that is not an object)
+    if n == 0 or keys is None or not keys <= _PRIZE_KEYS:
         return None
     is_single = list(map(dict.__contains__, raw, repeat("place", n)))
     is_range = list(map(dict.__contains__, raw, repeat("places", n)))
     if not all(map(xor, is_single, is_range)):
         return None  # both or neither
     texts: list[Any] = list(map(dict.get, raw, repeat("amount", n)))
-    non_cash = list(map(dict.get, raw, repeat("non_cash", n), repeat(False, n)))
-    descriptions = list(map(dict.get, raw, repeat("description", n), repeat("", n)))
-    if (
-        set(map(type, texts)) != {str}
-        or not all(map(_AMOUNT.fullmatch, texts))
-        or not set(map(type, non_cash)) <= {bool}
-        or not set(map(type, descriptions)) <= {str}
-        or max(map(len, descriptions)) > _DESCRIPTION_MAX
-        or _CONTROL.search("".join(descriptions))
-    ):
-        return None
+    if set(map(type, texts)) != {str}:
+        return None  # each distinct text is then parsed, and refused, by _amounts_of
+    non_cash: list[Any] = [False] * n
+    if "non_cash" in keys:
+        non_cash = list(map(dict.get, raw, repeat("non_cash", n), repeat(False, n)))
+        if set(map(type, non_cash)) != {bool}:
+            return None
+    descriptions: list[Any] = [""] * n
+    if "description" in keys:
+        descriptions = list(map(dict.get, raw, repeat("description", n), repeat("", n)))
+        try:
+            text = "".join(descriptions)  # refuses anything but strings
+        except TypeError:
+            return None
+        if max(map(len, descriptions)) > _DESCRIPTION_MAX or _has_control_character(text):
+            return None
     amounts = _amounts_of(texts)
     if amounts is None:
         return None
@@ -1091,6 +1198,11 @@ def _parse_prizes_in_bulk(
     # The prizes never rise, so the unpaid places (0.00) are all at the end.
     last_paid = count - table.count(0)
     rows = list(
-        map(PrizeRow._make, zip(place_from, place_to, amounts, non_cash, descriptions, strict=True))
+        # tuple.__new__ is what PrizeRow._make calls, without a Python call per row.
+        map(
+            tuple.__new__,
+            repeat(PrizeRow, n),
+            zip(place_from, place_to, amounts, non_cash, descriptions, strict=True),
+        )
     )
     return rows, table[:last_paid]
