@@ -80,13 +80,6 @@ def _check_moment(
     return []
 
 
-def _current_snapshot(tournament: Tournament) -> Snapshot:
-    if tournament.current_snapshot_id is None:
-        raise Refused(f"Tournament {tournament.external_id} has no snapshot; import one first.")
-    # Without the document (14 MB for 100k entries): the parsed form stored beside it is read.
-    return Snapshot.objects.defer("document_zlib").get(pk=tournament.current_snapshot_id)
-
-
 def _check_failed_at(parsed: ParsedSnapshot, failed_at: datetime) -> None:
     # The start comes from the stored snapshot document, the one source the rule is computed
     # from, so the check, the rule and the elapsed time can never disagree. A failure before the
@@ -155,7 +148,7 @@ def preview_rule(
 
     Raises `Refused` for a failure time that would be refused when recorded.
     """
-    snapshot = _current_snapshot(tournament)
+    snapshot = tournaments.current_snapshot(tournament)
     parsed = engine_snapshot(snapshot)
     _check_failed_at(parsed, failed_at)
     rule = _rule_for(parsed, failed_at, site_wide_issue)
@@ -287,7 +280,7 @@ def record_incident(
     usually a mistyped time, it is recorded only with `before_start_confirmed`."""
     require_role(acting_user, CAN_PREPARE, "record incidents")
     tournament = Tournament.objects.select_for_update().get(pk=tournament.pk)
-    snapshot = _current_snapshot(tournament)
+    snapshot = tournaments.current_snapshot(tournament)
     if tournament.frozen_at is not None:
         raise Refused(f"Tournament {tournament.external_id} is frozen: its payout was approved.")
     parsed = engine_snapshot(snapshot)
@@ -511,7 +504,7 @@ def confirm_site_wide_issue(
     if fresh.site_wide_issue:
         raise Refused(f"A site-wide issue was already confirmed for incident {fresh.pk}.")
     before_rule = fresh.rule
-    parsed = engine_snapshot(_current_snapshot(fresh.tournament))
+    parsed = engine_snapshot(tournaments.current_snapshot(fresh.tournament))
     rule = _rule_for(parsed, fresh.failed_at, True)
     Incident.objects.filter(pk=fresh.pk, site_wide_issue=False).update(
         site_wide_issue=True,

@@ -42,7 +42,7 @@ from refunds_admin.payouts.rules import LineColumns
 from refunds_admin.recent import Recent
 from refunds_admin.tournaments.models import Snapshot as SnapshotRow
 from refunds_admin.tournaments.models import Tournament
-from refunds_admin.tournaments.services import engine_snapshot
+from refunds_admin.tournaments.services import current_snapshot, engine_snapshot
 
 from . import figures as proposal_figures
 from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
@@ -189,10 +189,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         raise Refused(
             f"Tournament {tournament.external_id} is frozen: a proposal was already approved."
         )
-    if tournament.current_snapshot_id is None:
-        raise Refused(f"Tournament {tournament.external_id} has no snapshot; import one first.")
-    # Without the document (14 MB for 100k entries): the parsed form stored beside it is read.
-    snapshot = SnapshotRow.objects.defer("document_zlib").get(pk=tournament.current_snapshot_id)
+    snapshot = current_snapshot(tournament)
     live = (
         PayoutProposal.objects.select_for_update()
         .filter(incident=incident)
