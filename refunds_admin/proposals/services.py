@@ -502,11 +502,14 @@ def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
     """
     snapshot = proposal.snapshot
     differences = []
-    if hashlib.sha256(snapshot.document.encode("utf-8")).hexdigest() != snapshot.sha256:
+    document = (
+        snapshot.document
+    )  # decompressed once: the record a replay reads, not the parsed form
+    if hashlib.sha256(document.encode("utf-8")).hexdigest() != snapshot.sha256:
         differences.append(f"snapshot v{snapshot.version} no longer matches its SHA-256")
     try:
         result = compute_proposal(
-            parse_snapshot(snapshot.document),
+            parse_snapshot(document),
             failed_at=proposal.failed_at,
             site_wide_issue=proposal.site_wide_issue,
         )
