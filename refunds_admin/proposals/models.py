@@ -35,6 +35,15 @@ class PayoutProposal(models.Model):
     summary = models.JSONField(help_text="The payout-proposal/1 summary, amounts as strings.")
     warnings = models.JSONField(default=list, blank=True)
     fingerprint = models.CharField(max_length=64)
+    # The cancellation policy version computed under (the tournament's when prepared), and its
+    # id, number and SHA-256 as the engine's proposal names them: the fingerprint covers the hash,
+    # and a replay recomputes under this very version.
+    policy_version = models.ForeignKey(
+        "policies.PolicyVersion", on_delete=models.PROTECT, related_name="proposals"
+    )
+    policy_id = models.CharField(max_length=63)
+    policy_version_number = models.PositiveIntegerField()
+    policy_sha256 = models.CharField(max_length=64)
     total_cents = models.BigIntegerField()
     lines_count = models.PositiveIntegerField()
 

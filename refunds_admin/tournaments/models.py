@@ -20,6 +20,17 @@ class Tournament(models.Model):
     current_snapshot = models.ForeignKey(
         "Snapshot", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The cancellation policy version that applies: the one the snapshot named (or the default
+    # policy's) at the first import, or the one a manager changed it to before approval.
+    policy_version = models.ForeignKey(
+        "policies.PolicyVersion", on_delete=models.PROTECT, related_name="tournaments"
+    )
+    # The manager who last changed the policy (None: as imported). That manager does not also
+    # approve the proposal computed under it (four eyes).
+    policy_changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    policy_changed_at = models.DateTimeField(null=True, blank=True)
     frozen_at = models.DateTimeField(
         null=True, blank=True, help_text="Set when a proposal is approved: no re-import after that."
     )

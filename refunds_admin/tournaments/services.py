@@ -23,13 +23,16 @@ from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin import payouts as engine
-from refunds_admin.accounts.roles import CAN_PREPARE, require_role
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
 from refunds_admin.bulk import Same, copy_into_partition, insert_columns
-from refunds_admin.errors import Refused
+from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import SnapshotError, parse_snapshot, paused_gc, stored
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
+from refunds_admin.policies import services as policies
+from refunds_admin.policies.engine_shim import parse_snapshot_knowing
+from refunds_admin.policies.models import PolicyVersion
 from refunds_admin.recent import Recent
 
 from .models import ApiClient, Entry, PrizePlace, Snapshot, Tournament
@@ -137,7 +140,8 @@ def import_snapshot(
         # and hashed on the other core while this one validates it.
         stored_form = other_core.submit(_compressed_and_hashed, text)
         try:
-            parsed = parse_snapshot(text)
+            # tournament.policy must name a policy the app knows (refused naming the field).
+            parsed = parse_snapshot_knowing(text, policies.known_policy_ids())
         except SnapshotError as e:
             raise Refused(
                 "The snapshot was refused; nothing was imported.", problems=_problems_of(e)
@@ -170,8 +174,11 @@ def _store(
     tournament = (
         Tournament.objects.select_for_update().filter(external_id=parsed.external_id).first()
     )
+    named_policy = getattr(parsed, "policy_id", None)
     previous = None
     if tournament is None:
+        # The policy the snapshot names, or the default policy: its current approved version.
+        fields["policy_version"] = policies.version_for_snapshot(named_policy)
         try:
             # A savepoint, so that a tournament created concurrently is reported, not a crash.
             with transaction.atomic():
@@ -190,6 +197,10 @@ def _store(
         previous = tournament.current_snapshot
         if previous is not None and previous.sha256 == sha256:
             return previous
+        # A re-import that names another policy moves the tournament to it (the platform's
+        # word); one that names none keeps the tournament's policy, a manager's change included.
+        if named_policy and named_policy != tournament.policy_version.policy_id:
+            fields["policy_version"] = policies.version_for_snapshot(named_policy)
         for name, value in fields.items():
             setattr(tournament, name, value)
 
@@ -248,6 +259,7 @@ def _store(
             "source": source,
             "entries": len(parsed.columns.entry_id),
             "active": active,
+            "policy": tournament.policy_version.label,
         },
     )
     return snapshot
@@ -556,7 +568,7 @@ def snapshot_document_from_csv(
     document = {"format": "tournament-snapshot/1", "tournament": tournament, "entries": entries}
     parsed = None
     try:
-        parsed = parse_snapshot(document)
+        parsed = parse_snapshot_knowing(document, policies.known_policy_ids())
     except SnapshotError as e:
         # A CSV whose header could not be read has no rows to check: skip what the engine
         # says about it (it would only repeat "no entries").
@@ -639,3 +651,53 @@ def authenticate_api_client(token: str) -> ApiClient | None:
     if client is not None:
         ApiClient.objects.filter(pk=client.pk).update(last_used_at=timezone.now())
     return client
+
+
+# --------------------------------------------------------------------------------------------
+# The policy that applies
+# --------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def change_tournament_policy(
+    tournament: Tournament, version: PolicyVersion, *, acting_user: User, reason: str
+) -> Tournament:
+    """A manager puts the tournament under another approved policy version, with a reason,
+    before any proposal is approved. A live proposal computed under the old version is stale
+    from then on and must be prepared again (proposals.services); the manager who changed it
+    is recorded (four eyes on the proposal that follows). Views call
+    `incidents.services.change_tournament_policy`, which also recomputes the incident's rule."""
+    require_role(acting_user, CAN_DECIDE, "change a tournament's policy")
+    reason = required_text(reason, "reason")
+    fresh = Tournament.objects.select_for_update().get(pk=tournament.pk)
+    if fresh.frozen_at is not None:
+        raise Refused(
+            f"Tournament {fresh.external_id} is frozen: a proposal was approved under "
+            f"{fresh.policy_version.label}, which stays its policy."
+        )
+    if version.status != PolicyVersion.Status.APPROVED:
+        raise Refused(
+            f"{version.label} is {version.get_status_display().lower()}: only an approved "
+            "policy version applies to a tournament.",
+            problems=[("policy_version", "is not approved")],
+        )
+    if version.pk == fresh.policy_version_id:
+        raise Refused(f"Tournament {fresh.external_id} is already under {version.label}.")
+    before = fresh.policy_version.label
+    now = timezone.now()
+    changed = Tournament.objects.filter(
+        pk=fresh.pk, policy_version_id=fresh.policy_version_id, frozen_at__isnull=True
+    ).update(policy_version=version, policy_changed_by=acting_user, policy_changed_at=now)
+    if not changed:
+        raise Refused(f"Tournament {fresh.external_id} changed at the same time; reload it.")
+    fresh.refresh_from_db()
+    record(
+        "tournament.policy_changed",
+        fresh,
+        actor=acting_user,
+        tournament=fresh,
+        before={"policy": before},
+        after={"policy": version.label, "sha256": version.sha256},
+        reason=reason,
+    )
+    return fresh
