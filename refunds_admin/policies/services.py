@@ -306,3 +306,30 @@ def set_default_policy(policy: Policy, *, acting_user: User) -> DefaultPolicy:
         after={"policy": policy.id},
     )
     return row
+
+
+def load_presets(*, using: str = "default") -> None:
+    """The engine's presets as approved version 1 of each policy, and the seed's as the
+    default policy, where they are missing (migration 0002 and after a flush of a test
+    database). Never changes a stored version."""
+    from .engine_shim import DEFAULT_POLICY_ID, PRESETS
+
+    now = timezone.now()
+    with transaction.atomic(using=using):
+        for preset in PRESETS.values():
+            policy, _ = Policy.objects.using(using).get_or_create(id=preset.id)
+            PolicyVersion.objects.using(using).get_or_create(
+                policy=policy,
+                version=preset.version,
+                defaults={
+                    "document": preset.canonical_json().decode("utf-8"),
+                    "sha256": preset.sha256,
+                    "title": preset.title,
+                    "status": Status.APPROVED,
+                    "proposed_at": now,
+                    "approved_at": now,
+                },
+            )
+        DefaultPolicy.objects.using(using).get_or_create(
+            id=1, defaults={"policy_id": DEFAULT_POLICY_ID}
+        )

@@ -385,6 +385,7 @@ def _review_display(rows):
     """The review rows with their numbers already formatted and links built: 200 proposals x
     a dozen template filters cost more than the queries, and the page has 100 ms."""
     url = reverse("proposal_detail", args=[0]).replace("/0/", "/{}/")
+    policy_url = reverse("policy_version_detail", args=[0]).replace("/0/", "/{}/")
     shown = []
     for row in rows:
         p = row["proposal"]
@@ -398,6 +399,9 @@ def _review_display(rows):
                 "external_id": row["tournament"].external_id,
                 "name": row["tournament"].name,
                 "rule": rule_label(p.rule),
+                # Each tournament runs under its own policy: the version computed under.
+                "policy": f"{p.policy_id} v{p.policy_version_number}",
+                "policy_url": policy_url.format(p.policy_version_id),
                 "entries": f"{p.lines_count:,}",
                 "capped": f"{row['capped']:,}",
                 "is_capped": bool(row["capped"]),
