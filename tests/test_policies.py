@@ -374,3 +374,30 @@ def test_a_snapshot_naming_an_unknown_policy_is_refused_naming_the_field(support
     with pytest.raises(Refused) as refused:
         import_doc(support, policy="no-such-policy")
     assert "tournament.policy" in [field for field, _ in refused.value.problems]
+
+
+# --------------------------------------------------------------------------------------------
+# Outage mode: each tournament under its own policy
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_batch_review_names_each_policy_and_a_changed_one_refuses_the_batch(
+    support, manager, other_manager
+):
+    from refunds_admin.proposals import batches
+    from tests.factories import approve_outage, prepared_outage
+
+    outage = prepared_outage(support)
+    rows = batches.review(outage)["rows"]
+    assert {r["proposal"].policy_id for r in rows} == {"ultimatepoker-2026"}
+    changed = next(r["tournament"] for r in rows if r["tournament"].external_id == "OUT-2")
+    incidents.change_tournament_policy(
+        changed, _rollforward(), acting_user=other_manager, reason="its published rules"
+    )
+    stale = {r["tournament"].external_id: r["stale"] for r in batches.review(outage)["rows"]}
+    assert stale["OUT-1"] == [] and "no longer the tournament's" in stale["OUT-2"][0]
+    with pytest.raises(Refused) as refused:
+        approve_outage(outage, manager)
+    (where, why), *_ = refused.value.problems
+    assert where.startswith("OUT-2 (proposal") and "ultimatepoker-2026 v1" in why
+    assert not PolicyVersion.objects.filter(proposals__status="approved").exists()
