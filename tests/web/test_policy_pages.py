@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from refunds_admin.policies import services as policies
 from refunds_admin.policies.models import PolicyVersion
-from refunds_admin.proposals.models import PayoutLine
 from refunds_admin.proposals import services as proposals
+from refunds_admin.proposals.models import PayoutLine
 from tests.factories import (
     draft_proposal,
     import_doc,
