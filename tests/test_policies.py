@@ -252,25 +252,38 @@ def test_changing_the_policy_makes_the_live_proposal_stale(support, manager, oth
     tournament = proposal.incident.tournament
     assert proposal.policy_version.label == "ultimatepoker-2026 v1"
     assert proposal.policy_sha256 == proposal.policy_version.sha256
+    # The seed's policy without its cap: the same components, another version.
+    uncapped = approved_policy_version(
+        other_manager, manager, doc=policy_doc("ultimatepoker-2026", first_place_cap=False)
+    )
     incidents.change_tournament_policy(
-        tournament, _rollforward(), acting_user=manager, reason="the operator's published rules"
+        tournament, uncapped, acting_user=manager, reason="the operator dropped the cap"
     )
     tournament.refresh_from_db()
-    assert tournament.policy_version == _rollforward()
+    assert tournament.policy_version == uncapped
     assert tournament.policy_changed_by == manager
     assert _sentence("tournament.policy_changed") == (
-        "maria_manager put tournament T-1 under policy roll-forward-50-50 v1 (was "
-        "ultimatepoker-2026 v1): a live proposal must be prepared again — the operator's "
-        "published rules"
+        "maria_manager put tournament T-1 under policy ultimatepoker-2026 v2 (was "
+        "ultimatepoker-2026 v1): a live proposal must be prepared again — the operator "
+        "dropped the cap"
     )
     with pytest.raises(Refused, match="computed under policy ultimatepoker-2026 v1, which is no"):
         proposals.approve_proposal(
             proposal, acting_user=other_manager, fingerprint=proposal.fingerprint
         )
-    # Prepared again, it records the new version.
+    # Prepared again, it records the new version, and its fingerprint covers the new hash.
     again = proposals.prepare_proposal(proposal.incident, acting_user=support)
-    assert (again.policy_id, again.policy_version_number) == ("roll-forward-50-50", 1)
-    assert again.policy_sha256 == _rollforward().sha256
+    assert (again.policy_id, again.policy_version_number) == ("ultimatepoker-2026", 2)
+    assert again.policy_sha256 == uncapped.sha256
+    assert again.fingerprint != proposal.fingerprint or "policy" not in _compute_params()
+
+
+def _compute_params():
+    import inspect
+
+    from refunds_admin.payouts import compute_proposal
+
+    return inspect.signature(compute_proposal).parameters
 
 
 def test_a_policy_change_needs_a_manager_a_reason_and_an_approved_version(
@@ -303,13 +316,20 @@ def test_a_frozen_tournament_keeps_its_policy(support, manager, other_manager):
         )
 
 
-def test_replay_recomputes_under_the_stored_version(support, manager):
+def test_replay_recomputes_under_the_stored_version(support, manager, other_manager):
     proposal = draft_proposal(support)
+    # Under a 4-hour window the failure would be a full refund: the replay must not use it.
+    wide = approved_policy_version(
+        other_manager,
+        manager,
+        doc=policy_doc("ultimatepoker-2026", **{"full_refund.within_minutes": 240}),
+    )
     incidents.change_tournament_policy(
-        proposal.incident.tournament, _rollforward(), acting_user=manager, reason="x"
+        proposal.incident.tournament, wide, acting_user=manager, reason="x"
     )
     result = proposals.replay_proposal(proposal)
     assert result.matches, result.differences
+    assert proposal.rule == "not_in_the_money"
 
 
 def test_the_rule_preview_names_the_policy_and_its_rule_1_condition(support):
