@@ -460,7 +460,7 @@ def approve_outage(outage_, approver, *, only=None):
 def policy_doc(policy_id="roll-forward-50-50", **changes):
     """A cancellation-policy/1 document: the preset `policy_id` with `changes` applied
     ("full_refund.within_minutes": 10 changes a nested field)."""
-    from refunds_admin.policies.engine_shim import PRESETS
+    from refunds_admin.payouts.policy import PRESETS
 
     doc = copy.deepcopy(PRESETS[policy_id].document())
     for path, value in changes.items():

@@ -23,7 +23,6 @@ from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import FULL_REFUND, IN_THE_MONEY, select_rule
 from refunds_admin.payouts.labels import RULE_TEXT
 from refunds_admin.policies.describe import full_refund_condition
-from refunds_admin.policies.engine_shim import with_policy
 from refunds_admin.tournaments import services as tournaments
 from refunds_admin.tournaments.models import Snapshot, Tournament
 from refunds_admin.tournaments.services import engine_snapshot
@@ -155,7 +154,7 @@ def _rule_for(
 ) -> str:
     """The rule under the tournament's own policy version."""
     policy = tournament.policy_version.engine()
-    return with_policy(select_rule, parsed, failed_at, bool(site_wide_issue), policy=policy)
+    return select_rule(parsed, failed_at, bool(site_wide_issue), policy=policy)
 
 
 def preview_rule(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from .engine_shim import Policy
+    from refunds_admin.payouts.policy import Policy
 
 RETURNED = {
     "buy_in_and_rebuys": "the buy-in and rebuys back",

@@ -17,7 +17,7 @@ from django.db.models import Q
 from refunds_admin.errors import Refused
 
 if TYPE_CHECKING:
-    from .engine_shim import Policy as EnginePolicy
+    from refunds_admin.payouts.policy import Policy as EnginePolicy
 
 
 class Policy(models.Model):

@@ -20,10 +20,10 @@ from refunds_admin.accounts import mfa
 from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused, required_text
+from refunds_admin.payouts.policy import DEFAULT_POLICY_ID, PRESETS, PolicyError, parse_policy
+from refunds_admin.payouts.policy import Policy as EnginePolicy
 from refunds_admin.recent import Recent
 
-from .engine_shim import Policy as EnginePolicy
-from .engine_shim import PolicyError, parse_policy
 from .models import DefaultPolicy, Policy, PolicyVersion
 
 if TYPE_CHECKING:
@@ -312,8 +312,6 @@ def load_presets(*, using: str = "default") -> None:
     """The engine's presets as approved version 1 of each policy, and the seed's as the
     default policy, where they are missing (migration 0002 and after a flush of a test
     database). Never changes a stored version."""
-    from .engine_shim import DEFAULT_POLICY_ID, PRESETS
-
     now = timezone.now()
     with transaction.atomic(using=using):
         for preset in PRESETS.values():

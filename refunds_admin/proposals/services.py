@@ -39,7 +39,6 @@ from refunds_admin.payouts import (
     paused_gc,
 )
 from refunds_admin.payouts.rules import LineColumns
-from refunds_admin.policies.engine_shim import with_policy
 from refunds_admin.policies.models import PolicyVersion
 from refunds_admin.recent import Recent
 from refunds_admin.tournaments.models import Snapshot as SnapshotRow
@@ -80,8 +79,7 @@ def _compute(
     """The engine's proposal under the given policy version (the tournament's when preparing,
     the stored one when replaying)."""
     try:
-        return with_policy(
-            compute_proposal,
+        return compute_proposal(
             parsed,
             failed_at=failed_at,
             site_wide_issue=site_wide_issue,

@@ -31,7 +31,6 @@ from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import SnapshotError, parse_snapshot, paused_gc, stored
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
 from refunds_admin.policies import services as policies
-from refunds_admin.policies.engine_shim import parse_snapshot_knowing
 from refunds_admin.policies.models import PolicyVersion
 from refunds_admin.recent import Recent
 
@@ -141,7 +140,7 @@ def import_snapshot(
         stored_form = other_core.submit(_compressed_and_hashed, text)
         try:
             # tournament.policy must name a policy the app knows (refused naming the field).
-            parsed = parse_snapshot_knowing(text, policies.known_policy_ids())
+            parsed = parse_snapshot(text, known_policies=policies.known_policy_ids())
         except SnapshotError as e:
             raise Refused(
                 "The snapshot was refused; nothing was imported.", problems=_problems_of(e)
@@ -174,7 +173,7 @@ def _store(
     tournament = (
         Tournament.objects.select_for_update().filter(external_id=parsed.external_id).first()
     )
-    named_policy = getattr(parsed, "policy_id", None)
+    named_policy = parsed.policy_id
     previous = None
     if tournament is None:
         # The policy the snapshot names, or the default policy: its current approved version.
@@ -568,7 +567,7 @@ def snapshot_document_from_csv(
     document = {"format": "tournament-snapshot/1", "tournament": tournament, "entries": entries}
     parsed = None
     try:
-        parsed = parse_snapshot_knowing(document, policies.known_policy_ids())
+        parsed = parse_snapshot(document, known_policies=policies.known_policy_ids())
     except SnapshotError as e:
         # A CSV whose header could not be read has no rows to check: skip what the engine
         # says about it (it would only repeat "no entries").

@@ -35,7 +35,7 @@ DROP FUNCTION IF EXISTS policies_version_frozen();
 
 
 def load_presets(apps, schema_editor):
-    from refunds_admin.policies.engine_shim import DEFAULT_POLICY_ID, PRESETS
+    from refunds_admin.payouts.policy import DEFAULT_POLICY_ID, PRESETS
 
     Policy = apps.get_model("policies", "Policy")
     PolicyVersion = apps.get_model("policies", "PolicyVersion")
