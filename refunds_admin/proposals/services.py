@@ -552,6 +552,11 @@ def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
     except SnapshotError as e:
         differences.append(f"the stored snapshot is now refused: {e}")
         return ReplayResult(False, proposal.fingerprint, "", differences)
+    if result.policy.sha256 != proposal.policy_sha256:
+        differences.append(
+            f"the policy recomputed under has SHA-256 {result.policy.sha256[:12]}…, the proposal "
+            f"records {proposal.policy_sha256[:12]}…"
+        )
     recomputed = result.fingerprint()
     if recomputed != proposal.fingerprint:
         differences.append("the recomputed fingerprint differs from the stored one")
