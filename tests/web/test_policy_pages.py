@@ -237,3 +237,17 @@ def test_the_incident_proposal_approval_and_statement_pages_name_the_policy(
         "Under the cancellation policy UltimatePoker.com tournament cancellation policy "
         "(ultimatepoker-2026 v1)" in statement
     )
+
+
+def test_the_outage_pages_name_each_tournaments_policy(client, support, manager):
+    from tests.factories import outage, prepared_outage
+
+    recorded = outage(support, external_ids=("OUT-A",))
+    client.force_login(manager)
+    page = _get(client, reverse("outage_detail", args=[recorded.pk]))
+    findings = page.split('id="outage-findings"', 1)[1].split("</ul>", 1)[0]
+    assert "ultimatepoker-2026 v1: “General site issues impaired player performance" in findings
+    prepared = prepared_outage(support, external_ids=("OUT-B",))
+    review = _get(client, reverse("outage_review", args=[prepared.pk]))
+    version = policies.current_version("ultimatepoker-2026")
+    assert f'href="/policies/versions/{version.pk}/">ultimatepoker-2026 v1</a>' in review

@@ -139,7 +139,11 @@ def outage_candidates(request):
 
 
 def _detail_context(request, outage):
-    incidents = list(outage_services.incidents_of(outage).select_related("closed_by"))
+    incidents = list(
+        outage_services.incidents_of(outage).select_related(
+            "closed_by", "tournament__policy_version"
+        )
+    )
     user = request.user
     now = timezone.now()
     open_ = [i for i in incidents if i.status == Incident.Status.OPEN]
@@ -170,6 +174,16 @@ def _detail_context(request, outage):
         "resumed_form": OutageResumedForm(initial={"resumed_at": _now_local()}),
         "reason_form": ReasonForm(),
         "justification_form": JustificationForm(),
+        # Each tournament runs under its own policy: management's finding in each one's words.
+        "findings": sorted(
+            {
+                (
+                    i.tournament.policy_version.label,
+                    i.tournament.policy_version.engine().management_finding,
+                )
+                for i in incidents
+            }
+        ),
         "add_form": AddTournamentForm(candidates=candidates),
     }
 
