@@ -121,3 +121,12 @@ def sql_fingerprint(proposal: PayoutProposal) -> str:
             {"header": header(proposal), "proposal": proposal.pk},
         )
         return cursor.fetchone()[0]
+
+
+def stored_fingerprint(proposal: PayoutProposal) -> str:
+    """The fingerprint of the stored lines: computed by PostgreSQL there, else in Python."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        return sql_fingerprint(proposal)
+    return python_fingerprint(proposal)

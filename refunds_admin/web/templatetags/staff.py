@@ -108,3 +108,11 @@ def elapsed_words(seconds):
 def object_label(object_type):
     """An audit event's object type as people call it: "payoutproposal" -> "proposal"."""
     return OBJECT_LABELS.get(object_type, object_type)
+
+
+@register.filter
+def payments(parts, currency=""):
+    """An entry's paid_with or a line's refunds: "ticket TKT-88121 $55.00 + cash $11.00"."""
+    from refunds_admin.web.queries import payments_text
+
+    return payments_text(parts, currency)

@@ -246,8 +246,11 @@ def proposal_statement(request, pk, entry_id):
     if request.htmx:
         # Opened where the person clicked: a row right under the entry's row.
         template += "#statement_row"
+    span = _headers(queries.breakdown_columns(proposal))["span"]  # the breakdown's width
     return render(
-        request, template, {"proposal": proposal, "line": line, "text": text, "credits": credits}
+        request,
+        template,
+        {"proposal": proposal, "line": line, "text": text, "credits": credits, "span": span},
     )
 
 

@@ -120,6 +120,13 @@ def tournament_detail(request, pk):
         "prizes": snapshot.prize_places.all() if snapshot else [],
         "page": page,
         "q": q,
+        # The entries table's width: 7 columns, and those of the formats the snapshot uses.
+        "entry_columns": 7
+        + (
+            3 * snapshot.uses_knockout + snapshot.uses_rebuys + snapshot.uses_paid_with
+            if snapshot
+            else 0
+        ),
         "incidents": tournament.incidents.all(),
     }
     template = "web/tournament_detail.html"
