@@ -163,7 +163,7 @@ def _without_tournament_bounty(doc):
     [
         (_without_tournament_bounty, "entries[0] (e1).bounty"),
         (_set(5, bounty="5.00"), "entries[5] (e6).bounty"),
-        (_set(1, rebuys_paid="30.0"), "entries[1] (e2).rebuys_paid"),
+        (_set(1, rebuys_paid="30.001"), "entries[1] (e2).rebuys_paid"),
         (_set(2, bounty_paid=10), "entries[2] (e3).bounty_paid"),
         (
             _set(0, paid_with=[{"method": "ticket", "amount": "42.00", "ticket_id": "T"}]),
@@ -265,7 +265,7 @@ def test_the_csv_form_stores_the_knockout_rebuys_and_payments(support):
             "entries CSV row 6 (entry e5), paid_with[0].method",
         ),
         (
-            ENTRIES_CSV.replace("30.00,3.00", "30,3.00"),
+            ENTRIES_CSV.replace("30.00,3.00", "30.001,3.00"),
             {},
             "entries CSV row 3 (entry e2), rebuys_paid",
         ),

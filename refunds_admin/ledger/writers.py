@@ -61,8 +61,10 @@ def sort_memory():
 # proposals/fingerprint.py.
 # ---------------------------------------------------------------------------------------------
 
-_SUMMARY_SQL = f"""
-SELECT {fingerprint.DIGEST_SQL},
+
+def _summary_sql(digest):
+    return f"""
+SELECT {digest},
        count(*),
        coalesce(sum({" + ".join(f"({f} > 0)::int" for f in _AMOUNT_FIELDS)}), 0),
        coalesce(sum({" + ".join(_AMOUNT_FIELDS)}), 0)
@@ -70,14 +72,21 @@ FROM {_LINES_TABLE} WHERE proposal_id = %(proposal)s
 """
 
 
+# One statement per canonical form (proposals/fingerprint.py).
+_SUMMARY_SQL = {
+    fingerprint.LEGACY_DIGEST_SQL: _summary_sql(fingerprint.LEGACY_DIGEST_SQL),
+    fingerprint.POLICY_DIGEST_SQL: _summary_sql(fingerprint.POLICY_DIGEST_SQL),
+}
+
+
 def lines_summary(proposal):
     """(fingerprint, lines, credits, cents) of a proposal's stored lines; zero components are no
     credit. The fingerprint is computed in the database on PostgreSQL (no line leaves it)."""
     if _postgres():
+        # The legacy or the policy form of the fingerprint, as the proposal has it.
+        digest, header = fingerprint.digest_sql(proposal)
         with sort_memory(), connection.cursor() as cursor:
-            cursor.execute(
-                _SUMMARY_SQL, {"header": fingerprint.header(proposal), "proposal": proposal.pk}
-            )
+            cursor.execute(_SUMMARY_SQL[digest], {"header": header, "proposal": proposal.pk})
             digest, lines, credits, cents = cursor.fetchone()
         return digest, lines, int(credits), int(cents)
     return lines_summary_in_python(proposal)
