@@ -153,7 +153,7 @@ def from_lines(proposal: PayoutProposal, summary_cents: dict[str, Any]) -> dict[
     non_cash = list(lines.filter(refunds__isnull=False).values_list("total_cents", "refunds"))
     by_method = refunds_by_method(
         [t for t, _ in non_cash],
-        [[(p["method"], p["amount_cents"]) for p in r] for _, r in non_cash],
+        [[(p["method"], p["amount_cents"]) for p in r or ()] for _, r in non_cash],
     )
     by_method[CASH] += (sums["total"] or 0) - sum(t for t, _ in non_cash)
     return {

@@ -134,9 +134,11 @@ def policy_of(proposal: PayoutProposal) -> PolicyRef:
     (policy_id, policy_version_number, policy_sha256: the policies' records); else the preset
     its snapshot names, which is what the engine computed it under; else (proposals stored
     before policies) version 1 of the default policy."""
-    sha256 = getattr(proposal, "policy_sha256", "") or ""
-    if sha256:
-        return PolicyRef(proposal.policy_id, proposal.policy_version_number, sha256)
+    recorded = vars(proposal)  # the policies' fields, on a proposal that has them
+    if recorded.get("policy_sha256"):
+        return PolicyRef(
+            recorded["policy_id"], recorded["policy_version_number"], recorded["policy_sha256"]
+        )
     snapshot = SnapshotRow.objects.defer("document_zlib").get(pk=proposal.snapshot_id)
     named = engine_snapshot(snapshot).policy_id
     return PRESETS[named].ref if named in PRESETS else rules.LEGACY_POLICY

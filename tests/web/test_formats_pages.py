@@ -35,10 +35,10 @@ def _breakdown_header(page):
 def _table(html, element_id):
     """(row label, amount) pairs of a reconciliation table."""
     body = html.split(f'id="{element_id}"', 1)[1].split("</table>", 1)[0]
-    return re.findall(
-        r'<th scope="row">([^<]+)(?:<small>[^<]*</small>)?\s*</th><td class="num">([^<]+)</td>',
-        body,
+    rows = re.findall(
+        r'<th scope="row">([^<]+)(?:<small>[^<]*</small>)?</th><td class="num">([^<]+)</td>', body
     )
+    return [(label.strip(), amount) for label, amount in rows]
 
 
 def _full_refund_doc(doc):
