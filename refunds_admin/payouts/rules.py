@@ -115,6 +115,10 @@ class Proposal:
     # the policy itself, whose words the statements use.
     policy: PolicyRef = LEGACY_POLICY
     terms: Policy = field(default_factory=default_policy)
+    # For statements: why rule 1 applies (full_refund_reason()), and the entries whose refunds
+    # include rebuys and add-ons (or their fees).
+    full_refund_reason: str | None = None
+    rebought: frozenset[str] = frozenset()
 
     @cached_property
     def lines(self) -> list[Line]:
@@ -503,6 +507,8 @@ def _compute_proposal(
         site_wide_issue=bool(site_wide_issue),
         policy=policy.ref,
         terms=policy,
+        full_refund_reason=full_refund_reason(snapshot, failed_at, site_wide_issue, policy),
+        rebought=_rebought(snapshot.columns) if snapshot.has_rebuys else frozenset(),
     )
     if rule == FULL_REFUND:
         _full_refund(snapshot, proposal, policy)
@@ -510,6 +516,12 @@ def _compute_proposal(
         _rule_two(snapshot, proposal, policy)
     proposal.warnings = _warnings(snapshot, proposal)
     return proposal
+
+
+def _rebought(e: EntryColumns) -> frozenset[str]:
+    return frozenset(
+        compress(e.entry_id, map(or_, map(truth, e.rebuys_paid), map(truth, e.rebuy_fees_paid)))
+    )
 
 
 def _paid_in(e: EntryColumns) -> list[int]:
