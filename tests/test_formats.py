@@ -507,3 +507,39 @@ def test_the_exports_of_a_rule_1_proposal_name_each_returned_ticket(client, supp
     body = b"".join(client.get(f"/proposals/{proposal.pk}/export.json").streaming_content)
     e1 = json.loads(body)["lines"][0]
     assert e1["refunds"] == [{"method": "ticket", "amount": "43.00", "ticket_id": "TKT-1"}]
+
+
+# --------------------------------------------------------------------------------------------
+# Statements: every component has its line, on the page and in the player's e-mail
+# --------------------------------------------------------------------------------------------
+
+
+def test_the_statement_page_names_the_ticket_returned_and_the_knockout_part(
+    client, support, auditor
+):
+    proposal = _full_refund(support, knockout_doc())
+    client.force_login(auditor)
+    page = client.get(f"/proposals/{proposal.pk}/statement/e1/").content.decode()
+    assert "Ticket TKT-1 returned" in page
+    assert "Policy: " in page and "ultimatepoker-2026" in page
+    text = proposals.statement(proposal, "e5")
+    assert "tournament money" in text.lower()
+
+
+def test_the_players_email_tells_the_bounty_and_the_equal_share(support, manager, settings):
+    from django.core import mail
+
+    from refunds_admin.notifications import services as notifications
+    from refunds_admin.notifications import staff
+
+    settings.STATEMENT_CHANNEL = "email"
+    doc = knockout_doc(
+        paid_with=False, policy="roll-forward-50-50", emails={"e1": "ann@example.test"}
+    )
+    proposal = posted_proposal(support, manager, doc=doc)
+    staff.dispatch_events()
+    notifications.deliver_statements(proposal.pk)
+    ann = next(m for m in mail.outbox if m.to == ["ann@example.test"])
+    assert ann.body == proposals.statement(proposal, "e1") + "\n"
+    assert "The bounty on your head\t$20.00" in ann.body
+    assert "shared equally among 4 players" in ann.body
