@@ -543,3 +543,18 @@ def test_the_players_email_tells_the_bounty_and_the_equal_share(support, manager
     assert ann.body == proposals.statement(proposal, "e1") + "\n"
     assert "The bounty on your head\t$20.00" in ann.body
     assert "shared equally among 4 players" in ann.body
+
+
+def test_a_batch_with_non_cash_refunds_is_refused_whole(support, manager):
+    from .factories import approve_outage, prepared_outage
+
+    ticket = {"method": "ticket", "amount": "33.00", "ticket_id": "TKT-9"}
+    early = {  # 10 minutes of play before the outage: rule 1, e1 returned its ticket
+        "starts_at": timezone.now() - timedelta(minutes=50),
+        "entry_fields": {0: {"paid_with": [ticket]}},
+    }
+    outage = prepared_outage(support, docs={"OUT-2": early})
+    with pytest.raises(Refused) as refused:
+        approve_outage(outage, manager)
+    assert "not available yet" in refused.value.message
+    assert not PayoutProposal.objects.filter(status=PayoutProposal.Status.APPROVED).exists()

@@ -27,7 +27,7 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     doc = knockout_doc(
         "UP-2026-PKO-1",
         name="$30 + $10 PKO + $3",
-        starts_at=starts.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        starts_at=starts,
         guarantee="1000.00",
     )
     path = tmp_path / "pko.json"
