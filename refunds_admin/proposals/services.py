@@ -423,19 +423,26 @@ def approve_proposal(
 NON_CASH_NOT_YET = "returning tickets and tournament money through the wallet is not available yet"
 
 
-def _refuse_non_cash_refunds(proposal: PayoutProposal) -> None:
-    """A rule-1 proposal returning entries in the form they paid (tickets, tournament money)
-    cannot be posted yet: refuse its approval, naming why and how many entries."""
+def non_cash_refusal(proposal: PayoutProposal) -> str | None:
+    """Why the proposal cannot be approved yet, if it returns entries in the form they paid
+    (tickets, tournament money): a rule-1 proposal under refund_form "as_paid". None if not."""
     non_cash = PayoutLine.objects.filter(proposal=proposal, refunds__isnull=False)
     count = non_cash.count()
-    if count:
-        first = non_cash.order_by("position").values_list("entry_id", flat=True).first()
-        raise Refused(
-            f"Proposal {proposal.pk} cannot be approved: {count} "
-            f"entr{'y is' if count == 1 else 'ies are'} refunded in the form paid (tickets or "
-            f"tournament money; first: entry {first}), and {NON_CASH_NOT_YET}. The cash parts "
-            "alone would not be what the policy promises."
-        )
+    if not count:
+        return None
+    first = non_cash.order_by("position").values_list("entry_id", flat=True).first()
+    return (
+        f"Proposal {proposal.pk} cannot be approved: {count} "
+        f"entr{'y is' if count == 1 else 'ies are'} refunded in the form paid (tickets or "
+        f"tournament money; first: entry {first}), and {NON_CASH_NOT_YET}. The cash parts "
+        "alone would not be what the policy promises."
+    )
+
+
+def _refuse_non_cash_refunds(proposal: PayoutProposal) -> None:
+    refusal = non_cash_refusal(proposal)
+    if refusal:
+        raise Refused(refusal)
 
 
 @transaction.atomic

@@ -85,12 +85,12 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     methods = mpage.inner_text("#decision-methods")
     assert "Tickets" in methods and "USD 43.00" in methods and "Tournament money" in methods
     assert "Prizes already paid" in mpage.inner_text("#decision-absorbed")
+    not_yet = "returning tickets and tournament money through the wallet is not available yet"
+    assert not_yet in mpage.inner_text("#approval-not-yet")  # said before anyone tries
     mpage.fill("#id_password", "pw-" + manager.username)
     mpage.fill("#id_otp_token", totp_code(manager))
     mpage.click("button:has-text('Approve')")
-    mpage.wait_for_selector(
-        "text=returning tickets and tournament money through the wallet is not available yet"
-    )
+    mpage.wait_for_selector(f"#decision p.error[role=alert]:has-text('{not_yet}')")
     shot(mpage, "knockout-approval", max_height=1600)
     from refunds_admin.proposals.models import PayoutProposal
 

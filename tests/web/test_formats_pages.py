@@ -209,3 +209,14 @@ def test_the_approval_page_says_why_non_cash_refunds_cannot_be_approved_yet(
     page = response.content.decode()
     assert response.status_code == 400, page
     assert "returning tickets and tournament money through the wallet is not available yet" in page
+
+
+def test_the_approval_page_says_so_before_anyone_tries(client, support, manager):
+    tickets = submitted_proposal(support, doc=_full_refund_doc(knockout_doc()))
+    cash = submitted_proposal(
+        support, doc=_full_refund_doc(knockout_doc("T-CASH", paid_with=False))
+    )
+    client.force_login(manager)
+    page = _page(client, "proposal_approval", tickets.pk)
+    assert "not available yet" in page.split('id="approval-not-yet"')[1].split("</p>")[0]
+    assert 'id="approval-not-yet"' not in _page(client, "proposal_approval", cash.pk)
