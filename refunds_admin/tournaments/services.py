@@ -26,7 +26,7 @@ from refunds_admin import payouts as engine
 from refunds_admin.accounts.roles import CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import Same, copy_into_partition, insert_columns
+from refunds_admin.db import Same, copy_into_partition, insert_columns
 from refunds_admin.errors import Refused
 from refunds_admin.payouts import SnapshotError, parse_snapshot, paused_gc, stored
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
@@ -112,7 +112,7 @@ def _require_importer(acting_user: User | None) -> None:
 
 
 # The collector paused: an import builds hundreds of thousands of small objects and no cycles,
-# and each full collection would walk them all (0.1-0.3 s apiece for 100k entries).
+# and each full collection would walk them all (docs/performance.md, "The collector").
 @paused_gc()
 @transaction.atomic
 def _import_snapshot(
@@ -147,7 +147,7 @@ def _import_snapshot(
 
 
 def _compressed_and_hashed(text: str) -> tuple[bytes, str]:
-    """The document as stored (zlib, fastest level: 14 MB become 2 MB in 0.1 s) and its SHA-256."""
+    """The document as stored (zlib, fastest level: docs/performance.md) and its SHA-256."""
     data = text.encode("utf-8")
     return zlib.compress(data, 1), hashlib.sha256(data).hexdigest()
 
@@ -294,7 +294,7 @@ def _insert_entries(
         list(map(_email_of(emails or {}), c.entry_id)) if emails else Same(""),
     )  # fmt: skip
     if connection.vendor == "postgresql":
-        # The snapshot's own partition, indexed after the COPY (refunds_admin/bulk.py,
+        # The snapshot's own partition, indexed after the COPY (refunds_admin/db/,
         # docs/performance.md): a new snapshot version never has entries yet.
         return copy_into_partition(
             Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, data, meanwhile=meanwhile

@@ -113,8 +113,8 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
 
     A proposal's lines are its snapshot's entries, position for position, so the search runs on
     the entries' indexes and picks the lines by position: the lines need no search index of
-    their own (each would cost a fifth of a second per 100k lines at every prepare). It costs
-    the same on 100k lines as on 100.
+    their own (each would be paid for at every prepare: docs/performance.md). It costs the same
+    on 100k lines as on 100.
     """
     qs = PayoutLine.objects.filter(proposal=proposal)
     q = (q or "").strip()
