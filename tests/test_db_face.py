@@ -47,10 +47,22 @@ def _one_entry(snapshot_id):
     return [[value] for value in row]
 
 
+def _fill(snapshot, **kwargs):
+    """Replace the snapshot's partition with one entry, as an import does, in a transaction."""
+    with transaction.atomic():
+        return copy_into_partition(
+            Entry, "snapshot_id", snapshot.pk, COLUMNS, _one_entry(snapshot.pk), **kwargs
+        )
+
+
 def _state(snapshot):
     with connection.cursor() as cursor:
         names = partition_bound(cursor, Entry._meta.db_table, snapshot.pk)
     return names, Entry.objects.filter(snapshot=snapshot).count()
+
+
+def _failing_fingerprint():
+    raise ValueError("the fingerprint failed")
 
 
 def _index_threads():
@@ -73,13 +85,8 @@ def slow_indexes(monkeypatch):
 def test_a_failure_in_python_while_the_indexes_build_saves_nothing(support, slow_indexes):
     snapshot = import_doc(support)
     before = _state(snapshot)
-
-    def meanwhile():
-        raise ValueError("the fingerprint failed")
-
-    with pytest.raises(ValueError, match="fingerprint"), transaction.atomic():
-        copy_into_partition(Entry, "snapshot_id", snapshot.pk, COLUMNS, _one_entry(snapshot.pk),
-                            meanwhile=meanwhile)  # fmt: skip
+    with pytest.raises(ValueError, match="fingerprint"):
+        _fill(snapshot, meanwhile=_failing_fingerprint)
     assert _index_threads() == []  # the second thread was waited for
     assert _state(snapshot) == before  # the old partition and its rows, as they were
 
@@ -95,9 +102,8 @@ def test_a_failure_in_the_index_thread_reaches_the_caller_and_saves_nothing(supp
         ran.append(True)
         return "fingerprint"
 
-    with pytest.raises(DatabaseError, match="no_such_column"), transaction.atomic():
-        copy_into_partition(Entry, "snapshot_id", snapshot.pk, COLUMNS, _one_entry(snapshot.pk),
-                            meanwhile=meanwhile, local_indexes=["(no_such_column)"])  # fmt: skip
+    with pytest.raises(DatabaseError, match="no_such_column"):
+        _fill(snapshot, meanwhile=meanwhile, local_indexes=["(no_such_column)"])
     assert ran == [True] and _index_threads() == []
     assert _state(snapshot) == before
 
@@ -107,18 +113,10 @@ def test_a_failure_in_the_index_thread_reaches_the_caller_and_saves_nothing(supp
 def test_both_failing_leaves_the_connection_usable(support, slow_indexes):
     snapshot = import_doc(support)
     before = _state(snapshot)
-
-    def meanwhile():
-        raise ValueError("the fingerprint failed")
-
-    with pytest.raises(ValueError), transaction.atomic():
-        copy_into_partition(Entry, "snapshot_id", snapshot.pk, COLUMNS, _one_entry(snapshot.pk),
-                            meanwhile=meanwhile, local_indexes=["(no_such_column)"])  # fmt: skip
+    with pytest.raises(ValueError, match="fingerprint"):
+        _fill(snapshot, meanwhile=_failing_fingerprint, local_indexes=["(no_such_column)"])
     assert _index_threads() == [] and _state(snapshot) == before
     # And the same connection fills the partition once nothing fails.
-    with transaction.atomic():
-        result = copy_into_partition(Entry, "snapshot_id", snapshot.pk, COLUMNS,
-                                     _one_entry(snapshot.pk), meanwhile=lambda: "ok")  # fmt: skip
-    assert result == "ok"
+    assert _fill(snapshot, meanwhile=lambda: "ok") == "ok"
     names, count = _state(snapshot)
     assert len(names) == 1 and names != before[0] and count == 1
