@@ -453,28 +453,3 @@ def player_tournaments(player_id):
         )
         out.append(row)
     return out
-
-
-def entry_credits(proposal: Any, entry_id: str) -> list[dict[str, Any]]:
-    """One entry's credits in statement order, each with its component's name and
-    `cashier_reference` (the cashier's credit id once it confirmed the credit, else "")."""
-    from refunds_admin.ledger.models import COMPONENT_FIELDS, Component, Credit
-
-    order = {str(component): i for i, (component, _) in enumerate(COMPONENT_FIELDS)}
-    names = dict(Component.choices)
-    rows = [
-        {
-            "key": credit.key,
-            "component": names.get(credit.component, credit.component),
-            "currency": credit.currency,
-            "amount_cents": credit.amount_cents,
-            "created_at": credit.created_at,
-            "cashier_reference": getattr(
-                getattr(credit, "delivery", None), "cashier_credit_id", ""
-            ),
-        }
-        for credit in Credit.objects.filter(
-            proposal_id=proposal.pk, entry_id=entry_id
-        ).select_related("delivery")
-    ]
-    return sorted(rows, key=lambda row: order.get(str(row["key"]).rsplit("/", 1)[-1], 99))

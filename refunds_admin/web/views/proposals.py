@@ -176,7 +176,7 @@ def proposal_statement(request, pk, entry_id):
         text = proposal_services.statement(proposal, entry_id)
     except Refused as exc:
         text = f"No statement: {exc.message}"
-    credits = queries.entry_credits(proposal, entry_id)
+    credits = ledger_selectors.entry_credits(proposal, entry_id)
     template = "web/proposal_statement.html"
     if request.htmx:
         # Opened where the person clicked: a row right under the entry's row.
