@@ -5,7 +5,7 @@ import copy
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 
 from refunds_admin.payouts import (
     PRESETS,
@@ -24,8 +24,8 @@ from refunds_admin.payouts.snapshot import (
 
 from .factories import active, engine_doc, out
 from .support.formats import format_snapshots
-from .test_engine_properties import SETTINGS
 
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SEED = json.loads(json.dumps(PRESETS["ultimatepoker-2026"].document()))
 
 
