@@ -247,8 +247,9 @@ def _whole(value: object, path: str, low: int, high: int, problems: list[Problem
     if type(value) is not int:
         problems.append(Problem(path, f"must be a whole number, not {_shown(value)}"))
     elif not low <= value <= high:
-        upper = f" to {high}" if high < 2**31 - 1 else " or more"
-        problems.append(Problem(path, f"must be {low}{upper}, not {value}"))
+        problems.append(
+            Problem(path, f"must be a whole number from {low} to {high:,}, not {value}")
+        )
 
 
 def _boolean(value: object, path: str, problems: list[Problem]) -> None:
