@@ -6,6 +6,7 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from refunds_admin.payouts import (
     PRESETS,
@@ -334,3 +335,112 @@ def test_the_bulk_path_reads_the_format_fields_as_the_entry_by_entry_path(doc):
     assert not problems
     assert bulk is not None  # a valid snapshot stays on the fast path
     assert bulk == EntryColumns.from_entries(slow)
+
+
+BAD_AMOUNTS = ["1.234", 5, None, "-1.00", "1e2", "", " 1.00", "\uff11.00", True, [], "1.00\n"]
+
+
+@st.composite
+def broken_format_snapshots(draw):
+    """A valid formats snapshot broken in one entry, and the field the refusal must name."""
+    doc = draw(format_snapshots())
+    entries = doc["entries"]
+    i = draw(st.integers(0, len(entries) - 1))
+    e = entries[i]
+    label = f"entries[{i}] ({e['entry_id']})"
+    knockout = "bounty" in doc["tournament"]
+    breaks = ["amount", "paid_with_sum", "method", "ticket", "payment_key", "paid_with_type"]
+    if not knockout:
+        breaks.append("bounty_without_knockout")
+    elif e["status"] == "eliminated":
+        breaks.append("bounty_on_eliminated")
+    how = draw(st.sampled_from(breaks))
+    if how == "amount":
+        keys = ["rebuys_paid", "rebuy_fees_paid"] + (
+            ["bounty_paid", "bounties_won"] + (["bounty"] if e["status"] == "active" else [])
+            if knockout
+            else []
+        )
+        key = draw(st.sampled_from(keys))
+        e[key] = draw(st.sampled_from(BAD_AMOUNTS))
+        e.pop("paid_with", None)
+        return doc, f"{label}.{key}"
+    if how == "bounty_without_knockout":
+        key = draw(st.sampled_from(["bounty_paid", "bounty", "bounties_won"]))
+        e[key] = "1.00"
+        return doc, f"{label}.{key}"
+    if how == "bounty_on_eliminated":
+        e["bounty"] = "1.00"
+        return doc, f"{label}.bounty"
+    if not e.get("paid_with"):
+        e["paid_with"] = [{"method": "cash", "amount": _money(_owed(doc["tournament"], e))}]
+    payments = e["paid_with"]
+    j = draw(st.integers(0, len(payments) - 1))
+    p = payments[j]
+    where = f"{label}.paid_with"
+    if how == "paid_with_sum":
+        p["amount"] = money_plus_one(p["amount"])
+        return doc, where
+    if how == "method":
+        p["method"] = draw(st.sampled_from(["voucher", "Cash", None, 1]))
+        return doc, f"{where}[{j}].method"
+    if how == "ticket":
+        p["method"] = "ticket"
+        choice = draw(st.sampled_from(["missing", "blank", "number", "twice"]))
+        if choice == "missing":
+            p.pop("ticket_id", None)
+        elif choice == "blank":
+            p["ticket_id"] = "  "
+        elif choice == "number":
+            p["ticket_id"] = 12
+        else:
+            others = [o for k, o in enumerate(entries) if k < i]
+            if not others:
+                p["ticket_id"] = "  "
+            else:
+                other = others[0]
+                other.setdefault("paid_with", [])
+                total = _cents(p["amount"])
+                # The earlier entry holds the same ticket (its own payments still add up).
+                other["paid_with"] = [x for x in other["paid_with"]] + [
+                    {"method": "ticket", "amount": "0.00", "ticket_id": "DUP-1"}
+                ]
+                p["ticket_id"] = "DUP-1"
+                p["amount"] = f"{total // 100}.{total % 100:02d}"
+        return doc, f"{where}[{j}].ticket_id"
+    if how == "payment_key":
+        p["note"] = "x"
+        return doc, f"{where}[{j}].note"
+    payments_value = draw(st.sampled_from(["cash", None, {"method": "cash"}, 5]))
+    e["paid_with"] = payments_value
+    return doc, where
+
+
+def _owed(t, e):
+    bounty = e.get("bounty_paid", t["bounty"]) if "bounty" in t else "0"
+    parts = [e.get("buy_in_paid", t["buy_in"]), e.get("fee_paid", t["fee"]),
+             e.get("rebuys_paid", "0"), e.get("rebuy_fees_paid", "0"), bounty]  # fmt: skip
+    return sum(map(_cents, parts))
+
+
+def _money(c):
+    return f"{c // 100}.{c % 100:02d}"
+
+
+def _cents(text):
+    whole, _, frac = text.partition(".")
+    return int(whole) * 100 + int((frac + "00")[:2])
+
+
+def money_plus_one(text):
+    c = _cents(text) + 1
+    return f"{c // 100}.{c % 100:02d}"
+
+
+@SETTINGS
+@given(broken_format_snapshots())
+def test_a_broken_formats_snapshot_is_refused_naming_the_entry_and_field(case):
+    doc, field = case
+    with pytest.raises(SnapshotError) as refused:
+        parse_snapshot(doc)
+    assert field in [p.field for p in refused.value.problems], refused.value.problems
