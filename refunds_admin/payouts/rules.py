@@ -45,6 +45,7 @@ LEGACY_POLICY = PolicyRef(
     DEFAULT_POLICY_ID, 1, "259687f6607d38e61db38d01d81657afd43df6b911d3220552347cd8cd6ac8ba"
 )
 PROPOSAL_FORMAT = "payout-proposal/1"
+WHOLE_PERCENT = 100  # equal_share_percent is out of 100
 MAX_WARNINGS = 20
 
 
@@ -689,7 +690,7 @@ def _rule_two(snapshot: Snapshot, proposal: Proposal, policy: Policy) -> None:
     # The equal share: Q = floor(E * s / 100), floor(Q / N) each, the cents left one each to
     # the larger chip counts, then the smaller entry_id.
     percent = policy.equal_share_percent(in_money)
-    equal_pool = equity_pool * percent // 100
+    equal_pool = equity_pool * percent // WHOLE_PERCENT
     zeros = [0] * m
     if equal_pool:
         equal_share = _equal_shares(equal_pool, n, is_active, chips, ids)

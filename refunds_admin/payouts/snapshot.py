@@ -20,7 +20,14 @@ from typing import Any, NamedTuple, TypeVar
 import orjson
 
 from ._gc import paused_gc
-from .money import CURRENCIES_WITH_CENTS, MAX_CENTS, AmountError, _json_type, parse_amount
+from .money import (
+    CURRENCIES_WITH_CENTS,
+    MAX_CENTS,
+    AmountError,
+    _json_type,
+    format_cents,
+    parse_amount,
+)
 
 FORMAT = "tournament-snapshot/1"
 MAX_PROBLEMS = 50
@@ -1200,15 +1207,11 @@ def _paid_with(
     if paid is not None and given != paid:
         problems.add(
             path,
-            f"adds up to {_cents_text(given)}, but the entry paid {_cents_text(paid)} "
+            f"adds up to {format_cents(given)}, but the entry paid {format_cents(paid)} "
             "(buy_in_paid + rebuys_paid + fee_paid + rebuy_fees_paid + bounty_paid)",
         )
         return None
     return tuple(payments)
-
-
-def _cents_text(cents: int) -> str:
-    return f"{cents // 100}.{cents % 100:02d}"
 
 
 def _parse_incident(doc: dict[str, Any], problems: _Problems) -> IncidentFacts | None:
