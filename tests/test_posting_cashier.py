@@ -1,5 +1,6 @@
 """Posted means paid: the job pays only into the wallet recorded at approval, keys are safe for
-every id, an unavailable wallet is waited for without using up attempts, refusals stop at once with the reason.
+every id, an unavailable wallet is waited for without using up attempts, refusals stop at once
+with the reason.
 A real HTTP cashier on 127.0.0.1 (tests/fake_cashier.py); data built through the services."""
 
 from urllib.parse import unquote
