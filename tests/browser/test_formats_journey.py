@@ -69,6 +69,7 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     assert "Knockout parts back" in money and "Tickets" in money
     page.click("button:has-text('Submit for approval')")
     page.wait_for_selector(".badge.submitted")
+    shot_of(page.locator("#lines"), "knockout-breakdown")
     row = page.locator("#lines tbody tr:has-text('e1')").first
     row.locator("text=Statement").click()
     page.wait_for_selector("#statement table.statement")
