@@ -452,6 +452,42 @@ def approve_outage(outage_, approver, *, only=None):
     )
 
 
+# --------------------------------------------------------------------------------------------
+# Cancellation policies
+# --------------------------------------------------------------------------------------------
+
+
+def policy_doc(policy_id="roll-forward-50-50", **changes):
+    """A cancellation-policy/1 document: the preset `policy_id` with `changes` applied
+    ("full_refund.within_minutes": 10 changes a nested field)."""
+    from refunds_admin.payouts.policy import PRESETS
+
+    doc = copy.deepcopy(PRESETS[policy_id].document())
+    for path, value in changes.items():
+        target = doc
+        *parents, last = path.split(".")
+        for name in parents:
+            target = target[name]
+        target[last] = value
+    return doc
+
+
+def proposed_policy_version(proposer, doc=None, **changes):
+    from refunds_admin.policies import services as policies
+
+    return policies.propose_policy_version(doc or policy_doc(**changes), acting_user=proposer)
+
+
+def approved_policy_version(proposer, approver, doc=None, **changes):
+    """Proposed by one manager, approved by another with a current code of their app."""
+    from refunds_admin.policies import services as policies
+
+    version = proposed_policy_version(proposer, doc, **changes)
+    return policies.approve_policy_version(
+        version, acting_user=approver, sha256=version.sha256, code=totp_code(approver)
+    )
+
+
 # A progressive knockout (policies.md; examples 11 and 13 are its models): the standard
 # tournament at $30 + $10 KO + $3, the bounty on each active head grown by the knockouts made,
 # every entry giving its bounties won (paid in 10 x $10 = heads $60 + won $40), one rebuy, and

@@ -23,17 +23,14 @@ from django.utils import timezone
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
+from refunds_admin.incidents.services import import_csv
 from refunds_admin.ledger.models import Credit, PostedTotal
 from refunds_admin.payouts import compute_proposal, parse_policy, parse_snapshot
 from refunds_admin.proposals import figures, fingerprint
 from refunds_admin.proposals import services as proposals
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry, PrizePlace, Snapshot, Tournament
-from refunds_admin.tournaments.services import (
-    create_api_client,
-    export_snapshot,
-    import_csv,
-)
+from refunds_admin.tournaments.services import create_api_client, export_snapshot
 
 from .factories import (
     draft_proposal,

@@ -35,6 +35,15 @@ class PayoutProposal(models.Model):
     summary = models.JSONField(help_text="The payout-proposal/1 summary, amounts as strings.")
     warnings = models.JSONField(default=list, blank=True)
     fingerprint = models.CharField(max_length=64)
+    # The cancellation policy version computed under (the tournament's when prepared), and its
+    # id, number and SHA-256 as the engine's proposal names them: the fingerprint covers the hash,
+    # and a replay recomputes under this very version.
+    policy_version = models.ForeignKey(
+        "policies.PolicyVersion", on_delete=models.PROTECT, related_name="proposals"
+    )
+    policy_id = models.CharField(max_length=63)
+    policy_version_number = models.PositiveIntegerField()
+    policy_sha256 = models.CharField(max_length=64)
     total_cents = models.BigIntegerField()
     lines_count = models.PositiveIntegerField()
 
@@ -125,7 +134,7 @@ class PayoutLine(models.Model):
     """One entry's line of a proposal, in snapshot order. Eliminated entries get a zero line."""
 
     # Written 100k rows at a time by COPY: the foreign key is checked once per statement by a
-    # trigger (migration 0002, refunds_admin/bulk.py) rather than once per row, and there is no
+    # trigger (migration 0002, refunds_admin/db/) rather than once per row, and there is no
     # separate index on proposal_id because the unique (proposal, entry_id) index starts with it.
     proposal = models.ForeignKey(
         PayoutProposal,
@@ -191,7 +200,7 @@ class PayoutLine(models.Model):
         # LINE_PARTITION_INDEXES below.
 
 
-# Each proposal's lines are one partition of this table (PostgreSQL; refunds_admin/bulk.py,
+# Each proposal's lines are one partition of this table (PostgreSQL; refunds_admin/db/,
 # docs/performance.md). These indexes are built on each partition after its COPY, and only
 # there: a partition holds one proposal, so they need no proposal_id column in front, which
 # makes each one narrower and a third quicker to build (its first column varies, so PostgreSQL

@@ -26,6 +26,17 @@ class Tournament(models.Model):
     current_snapshot = models.ForeignKey(
         "Snapshot", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The cancellation policy version that applies: the one the snapshot named (or the default
+    # policy's) at the first import, or the one a manager changed it to before approval.
+    policy_version = models.ForeignKey(
+        "policies.PolicyVersion", on_delete=models.PROTECT, related_name="tournaments"
+    )
+    # The manager who last changed the policy (None: as imported). That manager does not also
+    # approve the proposal computed under it (four eyes).
+    policy_changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    policy_changed_at = models.DateTimeField(null=True, blank=True)
     frozen_at = models.DateTimeField(
         null=True, blank=True, help_text="Set when a proposal is approved: no re-import after that."
     )
@@ -165,7 +176,7 @@ class Entry(models.Model):
         ELIMINATED = "eliminated", "Eliminated"
 
     # Written 100k rows at a time by COPY: the foreign key is checked once per statement by a
-    # trigger (migration 0002, refunds_admin/bulk.py) rather than once per row, and there is no
+    # trigger (migration 0002, refunds_admin/db/) rather than once per row, and there is no
     # separate index on snapshot_id because the unique (snapshot, entry_id) index starts with it.
     snapshot = models.ForeignKey(
         Snapshot,
@@ -248,7 +259,7 @@ class Entry(models.Model):
         # lower(player_id), lower(screen_name), lower(email). They serve the search of a
         # snapshot's entries and of a proposal's lines (the same rows, position for position),
         # the player lookup across tournaments and the history's "events of this player". Each
-        # index costs about a fifth of a second per 100k entries imported.
+        # index is paid for at every import (docs/performance.md).
 
 
 class ApiClient(models.Model):

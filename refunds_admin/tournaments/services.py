@@ -23,13 +23,15 @@ from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin import payouts as engine
-from refunds_admin.accounts.roles import CAN_PREPARE, require_role
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import Same, copy_into_partition, insert_columns
-from refunds_admin.errors import Refused
+from refunds_admin.db import Same, copy_into_partition, insert_columns
+from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import SnapshotError, parse_snapshot, paused_gc, stored
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
+from refunds_admin.policies import services as policies
+from refunds_admin.policies.models import PolicyVersion
 from refunds_admin.recent import Recent
 
 from .models import (
@@ -122,10 +124,10 @@ def _require_importer(acting_user: User | None) -> None:
 
 
 # The collector paused: an import builds hundreds of thousands of small objects and no cycles,
-# and each full collection would walk them all (0.1-0.3 s apiece for 100k entries).
+# and each full collection would walk them all (docs/performance.md, "The collector").
 @paused_gc()
 @transaction.atomic
-def import_snapshot(
+def _import_snapshot(
     raw: bytes | str | dict[str, Any], *, acting_user: User | None, source: str
 ) -> Snapshot:
     """Validate a `tournament-snapshot/1` document and store it as the tournament's next version.
@@ -134,8 +136,8 @@ def import_snapshot(
     `raw` is the document as received (bytes or str; it is stored byte for byte with its
     SHA-256). Importing the `external_id` of a known tournament adds a snapshot version (the
     incident may still be open while the platform sends a better snapshot: views, the API and
-    commands call `incidents.services.import_snapshot`, which keeps that incident's rule in
-    step with the new version); once a proposal was
+    commands call `incidents.services.import_snapshot`, the only caller of this one, which keeps
+    that incident's rule in step with the new version); once a proposal was
     approved the tournament is frozen and a re-import is refused. Importing exactly the document
     of the current version again changes nothing and returns that version, so that a retried API
     call does not pile up identical versions.
@@ -147,7 +149,8 @@ def import_snapshot(
         # and hashed on the other core while this one validates it.
         stored_form = other_core.submit(_compressed_and_hashed, text)
         try:
-            parsed = parse_snapshot(text)
+            # tournament.policy must name a policy the app knows (refused naming the field).
+            parsed = parse_snapshot(text, known_policies=policies.known_policy_ids())
         except SnapshotError as e:
             raise Refused(
                 "The snapshot was refused; nothing was imported.", problems=_problems_of(e)
@@ -157,7 +160,7 @@ def import_snapshot(
 
 
 def _compressed_and_hashed(text: str) -> tuple[bytes, str]:
-    """The document as stored (zlib, fastest level: 14 MB become 2 MB in 0.1 s) and its SHA-256."""
+    """The document as stored (zlib, fastest level: docs/performance.md) and its SHA-256."""
     data = text.encode("utf-8")
     return zlib.compress(data, 1), hashlib.sha256(data).hexdigest()
 
@@ -184,8 +187,11 @@ def _store(
     tournament = (
         Tournament.objects.select_for_update().filter(external_id=parsed.external_id).first()
     )
+    named_policy = parsed.policy_id
     previous = None
     if tournament is None:
+        # The policy the snapshot names, or the default policy: its current approved version.
+        fields["policy_version"] = policies.version_for_snapshot(named_policy)
         try:
             # A savepoint, so that a tournament created concurrently is reported, not a crash.
             with transaction.atomic():
@@ -204,6 +210,10 @@ def _store(
         previous = tournament.current_snapshot
         if previous is not None and previous.sha256 == sha256:
             return previous
+        # A re-import that names another policy moves the tournament to it (the platform's
+        # word); one that names none keeps the tournament's policy, a manager's change included.
+        if named_policy and named_policy != tournament.policy_version.policy_id:
+            fields["policy_version"] = policies.version_for_snapshot(named_policy)
         for name, value in fields.items():
             setattr(tournament, name, value)
 
@@ -267,6 +277,7 @@ def _store(
             "source": source,
             "entries": len(parsed.columns.entry_id),
             "active": active,
+            "policy": tournament.policy_version.label,
         },
     )
     return snapshot
@@ -353,7 +364,7 @@ def _insert_entries(
         list(map(payments_json, c.paid_with)) if PAID_WITH in formats else Same(None),
     )  # fmt: skip
     if connection.vendor == "postgresql":
-        # The snapshot's own partition, indexed after the COPY (refunds_admin/bulk.py,
+        # The snapshot's own partition, indexed after the COPY (refunds_admin/db/,
         # docs/performance.md): a new snapshot version never has entries yet.
         return copy_into_partition(
             Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, data, meanwhile=meanwhile
@@ -657,7 +668,7 @@ def snapshot_document_from_csv(
     document = {"format": "tournament-snapshot/1", "tournament": tournament, "entries": entries}
     parsed = None
     try:
-        parsed = parse_snapshot(document)
+        parsed = parse_snapshot(document, known_policies=policies.known_policy_ids())
     except SnapshotError as e:
         # A CSV whose header could not be read has no rows to check: skip what the engine
         # says about it (it would only repeat "no entries").
@@ -682,7 +693,7 @@ def snapshot_document_from_csv(
 
 
 @transaction.atomic
-def import_csv(
+def _import_csv(
     entries_csv: CsvData,
     prizes_csv: CsvData,
     fields: Mapping[str, Any],
@@ -740,3 +751,53 @@ def authenticate_api_client(token: str) -> ApiClient | None:
     if client is not None:
         ApiClient.objects.filter(pk=client.pk).update(last_used_at=timezone.now())
     return client
+
+
+# --------------------------------------------------------------------------------------------
+# The policy that applies
+# --------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def change_tournament_policy(
+    tournament: Tournament, version: PolicyVersion, *, acting_user: User, reason: str
+) -> Tournament:
+    """A manager puts the tournament under another approved policy version, with a reason,
+    before any proposal is approved. A live proposal computed under the old version is stale
+    from then on and must be prepared again (proposals.services); the manager who changed it
+    is recorded (four eyes on the proposal that follows). Views call
+    `incidents.services.change_tournament_policy`, which also recomputes the incident's rule."""
+    require_role(acting_user, CAN_DECIDE, "change a tournament's policy")
+    reason = required_text(reason, "reason")
+    fresh = Tournament.objects.select_for_update().get(pk=tournament.pk)
+    if fresh.frozen_at is not None:
+        raise Refused(
+            f"Tournament {fresh.external_id} is frozen: a proposal was approved under "
+            f"{fresh.policy_version.label}, which stays its policy."
+        )
+    if version.status != PolicyVersion.Status.APPROVED:
+        raise Refused(
+            f"{version.label} is {version.get_status_display().lower()}: only an approved "
+            "policy version applies to a tournament.",
+            problems=[("policy_version", "is not approved")],
+        )
+    if version.pk == fresh.policy_version_id:
+        raise Refused(f"Tournament {fresh.external_id} is already under {version.label}.")
+    before = fresh.policy_version.label
+    now = timezone.now()
+    changed = Tournament.objects.filter(
+        pk=fresh.pk, policy_version_id=fresh.policy_version_id, frozen_at__isnull=True
+    ).update(policy_version=version, policy_changed_by=acting_user, policy_changed_at=now)
+    if not changed:
+        raise Refused(f"Tournament {fresh.external_id} changed at the same time; reload it.")
+    fresh.refresh_from_db()
+    record(
+        "tournament.policy_changed",
+        fresh,
+        actor=acting_user,
+        tournament=fresh,
+        before={"policy": before},
+        after={"policy": version.label, "sha256": version.sha256},
+        reason=reason,
+    )
+    return fresh

@@ -23,7 +23,7 @@ from .. import queries
 from ..access import device_required, get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
-from ..posting import progress_of
+from ..progress import progress_of
 
 Status = PayoutProposal.Status
 POSTING_STATES = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
@@ -261,7 +261,7 @@ def proposal_statement(request, pk, entry_id):
         text = proposal_services.statement(proposal, entry_id)
     except Refused as exc:
         text = f"No statement: {exc.message}"
-    credits = queries.entry_credits(proposal, entry_id)
+    credits = ledger_selectors.entry_credits(proposal, entry_id)
     template = "web/proposal_statement.html"
     if request.htmx:
         # Opened where the person clicked: a row right under the entry's row.
