@@ -308,11 +308,10 @@ ENTRY_COLUMNS_IN_DB = (
 def formats_of(parsed: engine.Snapshot) -> list[str]:
     """What the snapshot uses beyond a freeze-out paid in cash (models.FORMATS), from the
     engine's columns: the screens show those columns only then."""
-    c = parsed.columns
     uses = {
-        KNOCKOUT: parsed.bounty is not None,
-        REBUYS: any(c.rebuys_paid) or any(c.rebuy_fees_paid),
-        PAID_WITH: any(p is not None for p in c.paid_with),
+        KNOCKOUT: parsed.is_knockout,
+        REBUYS: parsed.has_rebuys,
+        PAID_WITH: parsed.has_paid_with,
     }
     return [name for name in FORMATS if uses[name]]
 

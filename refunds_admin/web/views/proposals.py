@@ -84,13 +84,19 @@ _ENTRY_COLUMNS = (
     ("Bounty paid", "knockout"),
     ("Bounty on head", "knockout"),
     ("Bounties won", "knockout"),
-    ("Rebuys paid", "rebuys"),
+    ("Rebuys + fees", "rebuys"),
     ("Paid with", "paid_with"),
 )
 
 
 def _headers(columns):
-    entry = [label for label, when in _ENTRY_COLUMNS if columns[when]]
+    entry = list(
+        zip(
+            _entry_cell_classes(columns),
+            [label for label, when in _ENTRY_COLUMNS if columns[when]],
+            strict=True,
+        )
+    )
     amounts = [label for label, _, when in _AMOUNT_COLUMNS if when is None or columns[when]]
     # Entry, player, screen name, status, chips, total, statement; and the optional ones.
     span = 7 + len(entry) + len(amounts) + columns["paid_with"]
@@ -122,6 +128,13 @@ def _entry_cells(entry, columns, currency):
     return cells
 
 
+def _entry_cell_classes(columns):
+    """Amounts right-aligned, the payments (words) left-aligned, as the headers are."""
+    return [
+        "payments" if when == "paid_with" else "num" for _, when in _ENTRY_COLUMNS if columns[when]
+    ]
+
+
 def _display_rows(lines, proposal, columns):
     """The breakdown rows with their amounts already formatted ("USD 815.33") and their
     statement link built: 100 rows x 5 amounts through template filters cost more than the
@@ -140,7 +153,13 @@ def _display_rows(lines, proposal, columns):
         {
             "line": line,
             "chips": f"{line.chips:,}",
-            "entry_cells": _entry_cells(entries.get(line.position), columns, currency)
+            "entry_cells": list(
+                zip(
+                    _entry_cell_classes(columns),
+                    _entry_cells(entries.get(line.position), columns, currency),
+                    strict=True,
+                )
+            )
             if wants_entries
             else (),
             "amounts": [display(getattr(line, f), currency, symbol=False) for f in fields],
