@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from django_otp import login as otp_login
 
@@ -32,6 +33,10 @@ class SignInView(LoginView):
         if mfa.needs_device(user) and mfa.confirmed_device(user) is None:
             # Managers and superusers enrol their authenticator app before anything else.
             return f"{reverse('mfa_enrol')}?{urlencode({'next': super().get_success_url()})}"
+        if mfa.needs_device(user) and has_role(user, ROLES):
+            # The second step of a manager's sign-in: a code from the app verifies the session.
+            # (A superuser without a staff role goes to the admin, whose sign-in asks for it.)
+            return f"{reverse('mfa_verify')}?{urlencode({'next': super().get_success_url()})}"
         return super().get_success_url()
 
     def get_default_redirect_url(self):
@@ -60,6 +65,37 @@ def _next_url(request):
     return reverse("dashboard")
 
 
+@never_cache  # a page about the second factor: nothing of it stays in a cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def mfa_verify(request):
+    """The second step of signing in for managers and superusers: a current code from the app
+    verifies this session (django-otp), which every money decision requires."""
+    device = mfa.confirmed_device(request.user)
+    if device is None:
+        return redirect(f"{reverse('mfa_enrol')}?{urlencode({'next': _next_url(request)})}")
+    if mfa.session_verified(request):
+        return redirect(_next_url(request))
+    form = CodeForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            verified = mfa.verify_code(request.user, form.cleaned_data["code"])
+            if verified is not None:
+                otp_login(request, verified)
+                return redirect(_next_url(request))
+            form.add_error(
+                "code",
+                "That code does not match your authenticator app (each code works once; wait "
+                "for the next one).",
+            )
+    return render(
+        request, "web/mfa_verify.html", {"form": form, "next": _next_url(request)}, status=status
+    )
+
+
+@never_cache  # shows the authenticator's secret key and QR code
 @login_required
 @require_http_methods(["GET", "POST"])
 def mfa_enrol(request):

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from refunds_admin.accounts.mfa import money_decision
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
@@ -226,6 +227,7 @@ def _decide_with_text(request, pk, form_class, field, decide, done):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@money_decision
 def outage_not_resumable(request, pk):
     return _decide_with_text(
         request,
@@ -254,6 +256,7 @@ def outage_cancel_rest(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@money_decision
 def outage_site_wide(request, pk):
     return _decide_with_text(
         request,
@@ -327,6 +330,7 @@ def _seen(request):
 
 @role_required(CAN_READ)
 @require_http_methods(["GET", "POST"])
+@money_decision
 def outage_review(request, pk):
     """Every proposal of the outage on one page; a manager approves all of them (or the selection
     reviewed with ?only=...) with their password, quoting the outage fingerprint shown."""

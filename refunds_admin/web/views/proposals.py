@@ -10,6 +10,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts import mfa
+from refunds_admin.accounts.mfa import money_decision
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import services as ledger_services
@@ -18,7 +19,7 @@ from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
 from .. import queries
-from ..access import device_required, get_proposal_for, role_required
+from ..access import get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..posting import progress_of
@@ -319,7 +320,7 @@ def proposal_submit(request, pk):
 
 @role_required(CAN_READ)
 @require_http_methods(["GET", "POST"])
-@device_required
+@money_decision
 def proposal_approval(request, pk):
     proposal = get_proposal_for(request, pk)
     if request.method == "GET":
@@ -346,7 +347,7 @@ def proposal_approval(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
-@device_required
+@money_decision
 def proposal_reject(request, pk):
     proposal = get_proposal_for(request, pk)
     form = RejectForm(request.POST)
