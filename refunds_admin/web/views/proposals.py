@@ -94,12 +94,8 @@ def _display_rows(lines, proposal):
 
 
 def _may_approve(user, proposal):
-    """Four eyes: a manager who neither prepared nor submitted it. The service checks again."""
-    return (
-        proposal.status == Status.SUBMITTED
-        and has_role(user, CAN_DECIDE)
-        and user.pk not in (proposal.prepared_by_id, proposal.submitted_by_id)
-    )
+    """Four eyes (PayoutProposal.may_be_decided_by). The service checks again."""
+    return proposal.may_be_decided_by(user)
 
 
 # Rejecting is a decision too: the same four eyes.
@@ -401,7 +397,10 @@ def _approval_page(
             "may_approve": _may_approve(request.user, proposal),
             "may_reject": _may_reject(request.user, proposal),
             "may_withdraw": _may_withdraw(request.user, proposal),
-            "own_proposal": request.user.pk in (proposal.prepared_by_id, proposal.submitted_by_id),
+            # Why this manager may not decide (four eyes, or a sign-in set by someone else).
+            "own_proposal": proposal.why_not_decided_by(request.user)
+            if has_role(request.user, CAN_DECIDE)
+            else proposal.rests_on(request.user),
             "approve_form": approve_form
             or ApproveForm(
                 initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request
