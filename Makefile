@@ -18,6 +18,8 @@ $(STAMP): requirements.lock pyproject.toml
 install: $(STAMP)
 
 # Serves the app with demo data. SQLite and in-process tasks unless DATABASE_URL / REDIS_URL are set.
+# Development: DEBUG on (it is off unless set).
+run: export DEBUG ?= 1
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_demo

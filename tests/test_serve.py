@@ -37,12 +37,17 @@ def _free_port():
 def _production_env(**extra):
     # As an operator's environment: without the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE (which
     # check --deploy rightly refuses) or a DEBUG/HOST/PORT of the developer's.
-    unset = ("DEBUG", "HOST", "PORT", "DJANGO_ALLOW_ASYNC_UNSAFE", "CASHIER_URL", "CASHIER_TOKEN")
+    # (Nor the test suite's settings module, which turns DEBUG on.)
+    unset = (
+        "DEBUG", "HOST", "PORT", "DJANGO_ALLOW_ASYNC_UNSAFE", "CASHIER_URL", "CASHIER_TOKEN",
+        "DJANGO_SETTINGS_MODULE",
+    )  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="127.0.0.1",
         WALLET="ledger",
+        EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
         PYTHONUNBUFFERED="1",
     )
     env.update({k: str(v) for k, v in extra.items()})
