@@ -357,6 +357,8 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "refunds-admin@localhost")
 # Password-reset requests per client address and per e-mail address per hour (web/views/account).
 PASSWORD_RESET_LIMIT = env_int("PASSWORD_RESET_LIMIT", 5)
+# Every answer to a reset request takes at least this long, known address or not.
+PASSWORD_RESET_MIN_SECONDS = float(env("PASSWORD_RESET_MIN_SECONDS", "1.0"))
 
 # Player statements after posting (docs/notifications.md). STATEMENT_CHANNEL picks the adapter:
 # "webhook" (the operator's messaging webhook, keyed by player id) or "email" (Django's e-mail

@@ -5,12 +5,16 @@ a password is typed; this module only decides where a signed-in person goes, and
 and superusers enrol their authenticator app (refunds_admin/accounts/mfa.py).
 """
 
+import logging
+import time
 from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import LoginView
+from django.conf import settings
+from django.contrib.auth.views import LoginView, PasswordResetView
+from django.core.cache import cache
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -20,6 +24,8 @@ from django.views.decorators.http import require_http_methods
 from django_otp import login as otp_login
 
 from refunds_admin.accounts import mfa
+from refunds_admin.accounts.signin import client_address, normalise_username
+from refunds_admin.accounts.tasks import send_password_reset
 from refunds_admin.accounts.roles import ROLES, has_role
 from refunds_admin.errors import Refused
 
@@ -46,6 +52,64 @@ class SignInView(LoginView):
         if user.is_staff and not has_role(user, ROLES):
             return reverse("admin:index")
         return super().get_default_redirect_url()
+
+
+log = logging.getLogger(__name__)
+
+
+class ThrottledPasswordReset(PasswordResetView):
+    """Django's password reset (an e-mail with a one-time link), limited and answered in
+    constant time: at most PASSWORD_RESET_LIMIT requests an hour per client address and per
+    e-mail address (429 beyond). The request only queues the e-mail (accounts.tasks), the same
+    work whether or not the address has an account, and every answer takes at least
+    PASSWORD_RESET_MIN_SECONDS on top, so timing does not tell who has an account. The link
+    goes through EMAIL_BACKEND, never printed in production (settings.py)."""
+
+    def post(self, request, *args, **kwargs):
+        started = time.monotonic()
+        try:
+            return self._answer(request)
+        finally:
+            spent = time.monotonic() - started
+            time.sleep(max(0.0, settings.PASSWORD_RESET_MIN_SECONDS - spent))
+
+    def _answer(self, request):
+        form = self.get_form()
+        if not form.is_valid():
+            return self.form_invalid(form)
+        email = form.cleaned_data["email"]
+        if _over_limit(f"ip:{client_address(request)}", f"email:{normalise_username(email)}"):
+            return render(
+                request,
+                "registration/locked_out.html",
+                {
+                    "lockout_message": "Too many password-reset requests: wait an hour, or ask "
+                    "a superuser to set a temporary password."
+                },
+                status=429,
+            )
+        try:
+            send_password_reset.delay(
+                email, domain=request.get_host(), use_https=request.is_secure()
+            )
+        except Exception:  # the broker is down: the answer must not differ
+            log.exception("password reset e-mail not queued")
+        return redirect(self.get_success_url())
+
+
+def _over_limit(*keys):
+    """Count one request under each key for an hour; True when any is over the limit."""
+    over = False
+    for key in keys:
+        key = f"pwreset:{key}"
+        cache.add(key, 0, timeout=3600)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, timeout=3600)
+            count = 1
+        over = over or count > settings.PASSWORD_RESET_LIMIT
+    return over
 
 
 class CodeForm(forms.Form):
