@@ -10,9 +10,9 @@ import time
 from urllib.parse import urlencode
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.conf import settings
 from django.contrib.auth.views import LoginView, PasswordResetView
 from django.core.cache import cache
 from django.shortcuts import redirect, render
@@ -24,9 +24,9 @@ from django.views.decorators.http import require_http_methods
 from django_otp import login as otp_login
 
 from refunds_admin.accounts import mfa
+from refunds_admin.accounts.roles import ROLES, has_role
 from refunds_admin.accounts.signin import client_address, normalise_username
 from refunds_admin.accounts.tasks import send_password_reset
-from refunds_admin.accounts.roles import ROLES, has_role
 from refunds_admin.errors import Refused
 
 
