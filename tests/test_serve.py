@@ -268,6 +268,28 @@ def test_it_serves_the_app_with_gunicorn_as_an_operator_deploys_it(served, suppo
         assert secret not in output
 
 
+@pytest.mark.postgres
+def test_slow_clients_do_not_stall_the_server(served):
+    """More clients sending their headers slowly than there are worker processes: /healthz
+    still answers at once (gthread; a sync worker is held by each such client)."""
+    import socket
+
+    (master,) = _children(served.proc.pid)
+    slow = []
+    try:
+        for _ in range(2 * len(_children(master)) + 1):
+            sock = socket.create_connection(("127.0.0.1", served.port), timeout=5)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            slow.append(sock)
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert served.request("GET", "/healthz").status == 200
+        assert time.monotonic() - started < 3
+    finally:
+        for sock in slow:
+            sock.close()
+
+
 def test_it_refuses_to_serve_without_secret_key_or_allowed_hosts(tmp_path):
     env = _production_env()
     del env["SECRET_KEY"]
