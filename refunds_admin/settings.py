@@ -243,6 +243,9 @@ OTP_TOTP_ISSUER = env("OTP_TOTP_ISSUER", "refunds_admin")
 # A code is accepted within one 30-second step either side of the server's clock; the window
 # does not follow a drifting phone (keeps "which codes are valid now" simple and predictable).
 OTP_TOTP_SYNC = False
+# The admin shows no key or QR code of anyone's authenticator (and accounts/admin.py lets it
+# neither add nor edit devices): a superuser must not be able to become a manager.
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 
 # The cache: shared through Redis when there is one, so every web process sees the same;
 # per process otherwise.

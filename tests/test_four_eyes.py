@@ -101,9 +101,9 @@ def test_a_manager_whose_sign_in_someone_else_set_decides_nothing_until_they_cha
     support, manager, other_manager, superuser
 ):
     proposal = _submitted(support, cancelled_incident(support))
-    credentials.set_for(manager, by=superuser)
+    credentials.set_for(manager, credentials.DEVICE, by=superuser)
     assert "set by root" in proposal.why_not_decided_by(manager)
     with pytest.raises(PermissionDenied, match="set by root"):
         _approve(proposal, manager)
-    credentials.set_by_themselves(manager)
+    credentials.set_by_themselves(manager, credentials.DEVICE)
     assert _approve(proposal, manager).approved_by == manager
