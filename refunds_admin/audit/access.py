@@ -275,8 +275,9 @@ def _device_before(sender, instance, raw=False, **kwargs):
         if raw or instance.pk is None
         else sender.objects.filter(pk=instance.pk).values_list("confirmed", "key").first()
     )
-    instance._audit_confirmed = old[0] if old else None
-    instance._audit_key_changed = bool(old) and old[1] != instance.key
+    confirmed, key = old if old is not None else (None, None)
+    instance._audit_confirmed = confirmed
+    instance._audit_key_changed = old is not None and key != instance.key
 
 
 @receiver(post_save, sender="otp_totp.TOTPDevice", dispatch_uid="audit_device_confirmed")
