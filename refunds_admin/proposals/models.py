@@ -180,10 +180,10 @@ class PayoutProposal(models.Model):
     def __str__(self):
         return f"Proposal {self.pk} v{self.version} ({self.get_status_display()})"
 
-    def rests_on(self, user):
-        """Why `user` may not decide on this proposal (four eyes), or "" when they may: they
+    def rests_on(self, user, people=NOT_THE_DECIDER):
+        """Why `user` may not approve this proposal (four eyes), or "" when they may: they
         prepared or submitted it, or chose its rule."""
-        for field in NOT_THE_DECIDER:
+        for field in people:
             if user.pk is not None and getattr(self, f"{field}_id") == user.pk:
                 return (
                     f"{user.get_username()} {_WHY[field]} proposal {self.pk}; another manager "
@@ -192,9 +192,9 @@ class PayoutProposal(models.Model):
         return ""
 
     def why_not_decided_by(self, user):
-        """Why `user` may not approve or reject this proposal, or "" when they may: a manager,
-        whose sign-in is their own (accounts.credentials), and not one of the people the proposal
-        rests on. The status is the caller's to check."""
+        """Why `user` may not approve this proposal, or "" when they may: a manager, not one of
+        the people it rests on, whose sign-in is their own (accounts.credentials). The status is
+        the caller's to check."""
         if not has_role(user, CAN_DECIDE):
             return f"{getattr(user, 'username', 'anonymous')} may not decide on proposals."
         return self.rests_on(user) or why_not_own_credentials(user)
@@ -203,6 +203,15 @@ class PayoutProposal(models.Model):
         """Four eyes, in one place: every view, service, batch and the dashboard ask this; the
         database's constraints are the backstop."""
         return self.status == self.Status.SUBMITTED and not self.why_not_decided_by(user)
+
+    def why_not_rejected_by(self, user):
+        """Sending a proposal back moves no money: any manager but its preparer and submitter."""
+        if not has_role(user, CAN_DECIDE):
+            return f"{getattr(user, 'username', 'anonymous')} may not decide on proposals."
+        return self.rests_on(user, ("prepared_by", "submitted_by"))
+
+    def may_be_rejected_by(self, user):
+        return self.status == self.Status.SUBMITTED and not self.why_not_rejected_by(user)
 
 
 class PayoutLine(models.Model):

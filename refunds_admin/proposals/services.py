@@ -45,6 +45,7 @@ from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import current_snapshot, engine_snapshot
 
 from . import figures as proposal_figures
+from .lines import lines_summary
 from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
 from .posting import configured_wallet, queue_posting
 
@@ -379,6 +380,14 @@ def approve_proposal(
         )
     tournament.refresh_from_db()
     _refuse_if_stale(fresh, fresh.incident, tournament, "approved")
+    # The lines as stored must still be the ones fingerprinted (posting checks them again):
+    # lines rewritten behind the app's back are refused before anyone approves them.
+    stored_fingerprint, stored_lines, _, _ = lines_summary(fresh)
+    if stored_fingerprint != fresh.fingerprint or stored_lines != fresh.lines_count:
+        raise Refused(
+            f"Proposal {fresh.pk}'s stored lines no longer match its fingerprint: they were "
+            "changed after it was prepared. Nothing was approved; replay it and prepare it again."
+        )
     now = timezone.now()
     # The posting order: the wallet this approval pays into, as this process is configured.
     wallet, wallet_identity = configured_wallet()
@@ -433,7 +442,7 @@ def reject_proposal(proposal: PayoutProposal, *, acting_user: User, reason: str)
     require_role(acting_user, CAN_DECIDE, "reject proposals")
     reason = required_text(reason, "reason")
     fresh = _locked(proposal)
-    why_not = fresh.why_not_decided_by(acting_user)
+    why_not = fresh.why_not_rejected_by(acting_user)
     if why_not:
         raise PermissionDenied(why_not)
     _require_status(fresh, Status.SUBMITTED, "reject")

@@ -98,8 +98,9 @@ def _may_approve(user, proposal):
     return proposal.may_be_decided_by(user)
 
 
-# Rejecting is a decision too: the same four eyes.
-_may_reject = _may_approve
+def _may_reject(user, proposal):
+    """Any manager but the preparer and submitter (PayoutProposal.may_be_rejected_by)."""
+    return proposal.may_be_rejected_by(user)
 
 
 def _may_withdraw(user, proposal):
