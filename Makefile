@@ -66,6 +66,7 @@ test-a-year-ahead: install
 screenshots: install
 	UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/browser
 
+bench: export DEBUG ?= 1
 bench: install
 	$(PY) bench/run.py $(BENCH_ARGS)
 
