@@ -35,8 +35,9 @@ serve: install
 	@test -n "$$SECRET_KEY" || { echo "make serve: set SECRET_KEY (a long random string) first" >&2; exit 2; }
 	@test -n "$$ALLOWED_HOSTS" || { echo "make serve: set ALLOWED_HOSTS (the site's host names, comma-separated) first" >&2; exit 2; }
 	@if [ -n "$$MIGRATE_DATABASE_URL" ]; then \
-		$(PY) manage.py migrate --noinput --database owner && \
-		$(PY) manage.py grant_app_role --database owner "$$($(PY) -c 'import os, dj_database_url; print(dj_database_url.parse(os.environ["DATABASE_URL"])["USER"])')"; \
+		app_role="$$($(PY) -c 'import os, dj_database_url; print(dj_database_url.parse(os.environ["DATABASE_URL"])["USER"])')" && \
+		DATABASE_URL="$$MIGRATE_DATABASE_URL" $(PY) manage.py migrate --noinput && \
+		DATABASE_URL="$$MIGRATE_DATABASE_URL" $(PY) manage.py grant_app_role "$$app_role"; \
 	else \
 		$(PY) manage.py migrate --noinput; \
 	fi

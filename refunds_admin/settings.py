@@ -159,13 +159,6 @@ if DATABASE_URL:
         DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
             "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5)
         )
-    # The owner of the tables, for `migrate --database owner` and `grant_app_role` only: in
-    # production DATABASE_URL is the app's least-privilege role (docs/security.md, "Database
-    # roles"; `make serve` migrates through this one when it is set).
-    if env("MIGRATE_DATABASE_URL"):
-        DATABASES["owner"] = dj_database_url.parse(env("MIGRATE_DATABASE_URL"))
-        DATABASES["owner"].setdefault("OPTIONS", {}).update(DATABASES["default"].get("OPTIONS", {}))
-        DATABASES["owner"]["TEST"] = {"MIRROR": "default"}
 else:
     DATABASES = {
         "default": {

@@ -2,6 +2,8 @@
 needs. Migrations run as the owner of the tables; the web processes, workers and beat connect as
 this role (docs/security.md, "Database roles")."""
 
+from django.db import DatabaseError, transaction
+
 from refunds_admin.audit.models import AuditEvent
 
 # Rows the app only ever inserts: the audit (also a hash chain) and the money booked. Their
@@ -12,7 +14,6 @@ INSERT_ONLY = (AuditEvent._meta.db_table, "ledger_credit")
 def grant_statements(connection, role):
     qn = connection.ops.quote_name
     r = qn(role)
-    owner = qn(connection.settings_dict["USER"] or "postgres")
     statements = [
         f"GRANT USAGE, CREATE ON SCHEMA public TO {r}",  # CREATE: a new partition's bare table
         f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {r}",
@@ -25,6 +26,20 @@ def grant_statements(connection, role):
         f"ON TABLES TO {r}",
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {r}",
     ]
-    # The owner takes over the partitions the app builds (ALTER ... OWNER needs membership).
-    statements.append(f"GRANT {r} TO {owner}")
     return statements
+
+
+def owner_may_take_over(connection, role):
+    """The owner takes over the partitions the app builds (ALTER TABLE ... OWNER TO needs the
+    owner to be a member of the app's role): True when it is, or could make itself one."""
+    qn = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_has_role(current_user, %s, 'USAGE')", [role])
+        if cursor.fetchone()[0]:
+            return True
+        try:
+            with transaction.atomic(using=connection.alias):
+                cursor.execute(f"GRANT {qn(role)} TO CURRENT_USER")
+        except DatabaseError:
+            return False
+        return True

@@ -1,8 +1,8 @@
 """Give the app's database role what it needs, and nothing more (PostgreSQL; docs/security.md).
 
 Run by the tables' owner after `migrate` (`make serve` does both when MIGRATE_DATABASE_URL is
-set): `manage.py grant_app_role ROLE --database owner`. The app's role then reads and writes
-rows, and inserts (only inserts) audit events and credits; it owns no table, so it cannot
+set): `DATABASE_URL=$MIGRATE_DATABASE_URL manage.py grant_app_role ROLE`. The app's role then
+reads and writes rows, and inserts (only inserts) audit events and credits; it owns no table, so it cannot
 ALTER a table, DISABLE TRIGGER, TRUNCATE or attach and detach partitions (the owner's
 `refunds_attach_partition` does that where the workflow allows it, proposals migration 0011).
 """
@@ -10,7 +10,7 @@ ALTER a table, DISABLE TRIGGER, TRUNCATE or attach and detach partitions (the ow
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections, transaction
 
-from refunds_admin.ops.roles import grant_statements
+from refunds_admin.ops.roles import grant_statements, owner_may_take_over
 
 
 class Command(BaseCommand):
@@ -27,4 +27,9 @@ class Command(BaseCommand):
         with transaction.atomic(using=database), connection.cursor() as cursor:
             for sql in grant_statements(connection, role):
                 cursor.execute(sql)
+        if not owner_may_take_over(connection, role):
+            raise CommandError(
+                f"the owner must be a member of {role} to take over the partitions it builds: "
+                f"as a PostgreSQL superuser, GRANT {role} TO {connection.settings_dict['USER']}"
+            )
         self.stdout.write(f"granted the app's rights to {role}")
