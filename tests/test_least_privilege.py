@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
 
-from refunds_admin.bulk import partition_bound
-from refunds_admin.ledger import services as ledger
+from refunds_admin.db import partition_bound
+from refunds_admin.ledger import posting as ledger
 from refunds_admin.proposals import services as proposals
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from tests.factories import draft_proposal
