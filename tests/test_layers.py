@@ -17,7 +17,7 @@ ENGINE = PACKAGE / "payouts"
 # Lowest first: an app may import the ones before it, never the ones after it. audit and
 # accounts sit below them all and import none of them (the pure engine excepted: audit's display
 # formats amounts and names rules with it). ops (health, heartbeats, request logs) reads only the
-# audit's request context.
+# audit's request context and the job toolkit.
 LAYERS = [
     "payouts",
     "tournaments",
@@ -30,7 +30,9 @@ LAYERS = [
     "web",
 ]
 SAME_LAYER = {"notifications": "reports", "reports": "notifications"}
-BELOW_ALL = {"audit": {"payouts"}, "accounts": set(), "ops": {"audit"}}
+# jobs (the job toolkit: locks, claims, heartbeats, queueing by name) imports no app: the apps
+# describe their jobs to it. ops reports the stalled jobs it lists.
+BELOW_ALL = {"audit": {"payouts"}, "accounts": set(), "jobs": set(), "ops": {"audit", "jobs"}}
 
 
 def _imported_modules(path):

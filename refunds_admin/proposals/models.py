@@ -2,6 +2,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from refunds_admin.jobs.kinds import JobKind, register
+
 
 class PayoutProposal(models.Model):
     """The engine's answer for one incident, stored so that what was approved is what is posted.
@@ -261,3 +263,15 @@ class OutagePrepareResult(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "incident"], name="one_result_per_incident"),
         ]
+
+
+# The batch prepare as a job of the toolkit (refunds_admin/jobs): claimed by compare-and-set,
+# beating while it runs, taken over by the sweeper once stalled, shown truthfully.
+PREPARE_JOBS = register(
+    JobKind(
+        name="prepare",
+        model=OutagePrepareRun,
+        stale_after=lambda: settings.OUTAGE_PREPARE_STALE_AFTER,
+        queued_at="requested_at",
+    )
+)
