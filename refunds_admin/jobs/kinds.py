@@ -59,18 +59,20 @@ class JobKind:
     # (what, since) when a queued job waits for something (the wallet, the database), else None.
     waiting: Callable[[Any], tuple[str, datetime] | None] | None = field(default=None)
 
-    def cutoff(self, now: datetime | None = None) -> datetime:
-        return (now or db_now()) - timedelta(seconds=self.stale_after())
+    def cutoff(self, now: datetime | None = None, stale_after: timedelta | None = None) -> datetime:
+        period = timedelta(seconds=self.stale_after()) if stale_after is None else stale_after
+        return (now or db_now()) - period
 
     def _stalled_q(self, cutoff):
         return Q(state=self.running, heartbeat_at__lte=cutoff) | Q(
             state=self.running, heartbeat_at__isnull=True, **{f"{self.queued_at}__lte": cutoff}
         )
 
-    def stale(self, now: datetime | None = None):
-        """Jobs to queue again: lost in the queue, or left running by a dead worker."""
+    def stale(self, now: datetime | None = None, stale_after: timedelta | None = None):
+        """Jobs to queue again: lost in the queue, or left running by a dead worker (no sign
+        of life for `stale_after`, by default the kind's own period)."""
         now = now or db_now()
-        cutoff = self.cutoff(now)
+        cutoff = self.cutoff(now, stale_after)
         lost = Q(state=self.queued, **{f"{self.queued_at}__lte": cutoff})
         if self.retry_at:
             lost &= Q(**{f"{self.retry_at}__isnull": True}) | Q(**{f"{self.retry_at}__lte": now})
@@ -101,10 +103,11 @@ class JobKind:
     def status(self, job, now: datetime | None = None) -> JobStatus:
         """queued, running, stalled-resuming, waiting for X since T, failed with reason, done."""
         state = job.state
+        label = job.get_state_display()  # the model's own word for its state
         if state in self.done:
-            return JobStatus("done", job.get_state_display())
+            return JobStatus("done", label)
         if state == self.failed:
-            return JobStatus("failed", "Failed", reason=job.last_error)
+            return JobStatus("failed", label, reason=job.last_error)
         if state == self.running:
             beat = job.heartbeat_at or getattr(job, self.queued_at)
             if beat is not None and beat <= self.cutoff(now):
@@ -115,7 +118,7 @@ class JobKind:
                     reason="its worker stopped sending heartbeats; the sweeper hands it to "
                     "another worker",
                 )
-            return JobStatus("running", "Running", since=job.heartbeat_at)
+            return JobStatus("running", label, since=job.heartbeat_at)
         waiting = self.waiting(job) if self.waiting else None
         if waiting:
             what, since = waiting
@@ -126,7 +129,7 @@ class JobKind:
                 what=what,
                 reason=job.last_error,
             )
-        return JobStatus("queued", "Queued", since=getattr(job, self.queued_at))
+        return JobStatus("queued", label, since=getattr(job, self.queued_at))
 
 
 def register(kind: JobKind) -> JobKind:

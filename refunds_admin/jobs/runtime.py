@@ -7,7 +7,6 @@ once inside the caller (Celery's eager mode); `in_process()` is the one place th
 import logging
 from functools import partial
 
-from django.conf import settings
 from django.db import transaction
 
 log = logging.getLogger(__name__)
@@ -20,8 +19,11 @@ DEFAULT_QUEUE = "celery"
 
 
 def in_process() -> bool:
-    """True when tasks run in the caller's process (no broker): nothing can wait in a queue."""
-    return bool(getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False))
+    """True when tasks run in the caller's process (no broker): nothing can wait in a queue.
+    Read from the Celery app's own setting (CELERY_TASK_ALWAYS_EAGER, set when REDIS_URL is not)."""
+    from refunds_admin.celery import app
+
+    return bool(app.conf.task_always_eager)
 
 
 def enqueue(name: str, *args, countdown: float | None = None, expires: float | None = None) -> bool:
