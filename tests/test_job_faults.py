@@ -77,3 +77,74 @@ def test_a_batch_prepare_whose_worker_is_killed_is_resumed_by_the_sweeper(
     assert PayoutProposal.objects.filter(status="submitted").count() == len(ids)
     assert AuditEvent.objects.filter(action="outage.prepared").count() == 1
     report_timing("batch prepare, worker SIGKILLed", running_again=running_again, done=finished)
+
+
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def _clock_off(offset):
+    """The environment of a worker whose own clock is `offset` off (libfaketime); monotonic
+    timers (Celery's, the heartbeat thread's) keep running true."""
+    if not os.path.exists(LIBFAKETIME):
+        pytest.skip("needs libfaketime (apt-get install faketime)")
+    return {"LD_PRELOAD": LIBFAKETIME, "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+
+def _big_outage(support, prefix, n=12):
+    ids = tuple(f"{prefix}-{i}" for i in range(1, n + 1))
+    return ids, cancelled_outage(
+        support, external_ids=ids, docs={x: {"eliminated": 2500} for x in ids}
+    )
+
+
+def test_a_killed_worker_whose_clock_is_10_minutes_fast_is_taken_over_in_seconds(
+    celery_worker_process, support, settings
+):
+    settings.OUTAGE_PREPARE_STALE_AFTER = FAST["OUTAGE_PREPARE_STALE_AFTER"]
+    ids, o = _big_outage(support, "FAST")
+    celery_worker_process.start_periodic(**FAST)
+    celery_worker_process.start_beat(**FAST)
+    fast = celery_worker_process.start(OUTAGE_PREPARE_PARTS=1, **FAST, **_clock_off("+10m"))
+    run = batches.start_prepare(o, acting_user=support)
+    wait_for(lambda: 1 <= _run(run.pk).done, timeout=90, message="the run to be under way")
+    celery_worker_process.kill(fast)
+    killed = time.monotonic()
+    done_when_killed = _run(run.pk).done
+    assert done_when_killed < len(ids), "the run finished before the worker could be killed"
+    # Its last heartbeat is on the database's clock, not 10 minutes in the future.
+    celery_worker_process.start("w2", OUTAGE_PREPARE_PARTS=1, **FAST)
+    wait_for(
+        lambda: _run(run.pk).done > done_when_killed or _run(run.pk).state == "done",
+        timeout=120,
+        message="the run to be taken over (a future heartbeat would hold it for 10 minutes)",
+    )
+    running_again = time.monotonic() - killed
+    wait_for(lambda: _run(run.pk).state == "done", timeout=180, message="the run to finish")
+    assert _run(run.pk).results.count() == len(ids)
+    report_timing(
+        "batch prepare, worker 10 min fast SIGKILLed",
+        running_again=running_again,
+        done=time.monotonic() - killed,
+    )
+
+
+def test_a_healthy_worker_whose_clock_is_10_minutes_slow_is_left_alone(
+    celery_worker_process, support, settings
+):
+    settings.OUTAGE_PREPARE_STALE_AFTER = FAST["OUTAGE_PREPARE_STALE_AFTER"]
+    ids, o = _big_outage(support, "SLOW")
+    periodic = celery_worker_process.start_periodic(**FAST)
+    celery_worker_process.start_beat(**FAST)
+    celery_worker_process.start(OUTAGE_PREPARE_PARTS=1, **FAST, **_clock_off("-10m"))
+    run = batches.start_prepare(o, acting_user=support)
+    seen = set()
+
+    def finished():
+        seen.add(batches.prepare_progress(o)["status"].code)
+        return _run(run.pk).state == "done"
+
+    wait_for(finished, timeout=180, interval=0.2, message="the run to finish")
+    # Never taken for dead: no "stalled" on the page, and the sweeper queued it never again.
+    assert "stalled" not in seen and "running" in seen
+    assert "queueing batch prepare run" not in periodic.log_path.read_text()
+    assert _run(run.pk).results.count() == len(ids)
