@@ -7,6 +7,7 @@ done (set FAULT_TIMINGS=path to collect them; docs/jobs.md lists the figures).""
 
 import os
 import time
+from unittest import mock
 
 import pytest
 
@@ -148,3 +149,42 @@ def test_a_healthy_worker_whose_clock_is_10_minutes_slow_is_left_alone(
     assert "stalled" not in seen and "running" in seen
     assert "queueing batch prepare run" not in periodic.log_path.read_text()
     assert _run(run.pk).results.count() == len(ids)
+
+
+def test_the_sweeper_runs_beside_a_busy_worker_and_queues_a_stalled_run_once_per_period(
+    celery_worker_process, support, settings
+):
+    """Every slot of the long jobs' worker is busy: the sweeps still run (their own queue and
+    worker), and a stalled run is queued again once per stale period, not at every sweep."""
+    settings.OUTAGE_PREPARE_STALE_AFTER = FAST["OUTAGE_PREPARE_STALE_AFTER"]
+    _, busy = _big_outage(support, "BUSY", n=30)
+    _, dead = _big_outage(support, "DEAD", n=2)
+    periodic = celery_worker_process.start_periodic(**FAST)
+    celery_worker_process.start_beat(**FAST)
+    celery_worker_process.start(OUTAGE_PREPARE_PARTS=1, concurrency=1, **FAST)
+    long_run = batches.start_prepare(busy, acting_user=support)
+    wait_for(lambda: _run(long_run.pk).state == "running", timeout=60, message="the long run")
+    # A run claimed by a worker that died at once, its message acknowledged and lost.
+    with mock.patch.object(batches, "kick_prepare"):
+        stalled = batches.start_prepare(dead, acting_user=support)
+    assert batches._claim(stalled.pk)
+    died = time.monotonic()
+    log = periodic.log_path
+    wait_for(
+        lambda: f"queueing batch prepare run {stalled.pk} again" in log.read_text(),
+        timeout=60,
+        message="the sweeper to queue the stalled run",
+    )
+    requeued = time.monotonic() - died
+    assert _run(long_run.pk).state == "running"  # the only slot is still busy: not starved
+    time.sleep(FAST["OUTAGE_PREPARE_STALE_AFTER"])
+    text = log.read_text()
+    sweeps = text.count("proposals.sweep_prepare[") // 2  # received + succeeded
+    queued = text.count(f"queueing batch prepare run {stalled.pk} again")
+    assert sweeps >= 4 and queued <= 2, (sweeps, queued)
+    wait_for(lambda: _run(stalled.pk).state == "done", timeout=180, message="the stalled run")
+    report_timing(
+        "batch prepare stalled while every slot is busy",
+        queued_again=requeued,
+        done=time.monotonic() - died,
+    )

@@ -51,6 +51,22 @@ def enqueue(name: str, *args, countdown: float | None = None, expires: float | N
         return False
 
 
+def enqueue_once(name: str, *args, within: float) -> bool:
+    """As enqueue, at most once per `within` seconds for the same task and arguments (on the
+    shared cache): a sweep every few seconds does not queue one stalled job again each time.
+    The message expires after `within` too, so at most one waits in the queue. False when one
+    was queued within the period (or the broker is down)."""
+    from django.core.cache import cache
+
+    key = f"jobs:queued:{name}:{args!r}"
+    try:
+        if not cache.add(key, 1, timeout=max(1, int(within))):
+            return False
+    except Exception:  # no shared cache to ask: queue it (claims are compare-and-set)
+        pass
+    return enqueue(name, *args, expires=within)
+
+
 _imported: list[bool] = []
 
 

@@ -29,7 +29,7 @@ from refunds_admin.incidents.models import Incident
 from refunds_admin.jobs import errors as dberrors
 from refunds_admin.jobs.clock import db_now, now_expr
 from refunds_admin.jobs.heartbeat import beating
-from refunds_admin.jobs.runtime import enqueue, enqueue_on_commit
+from refunds_admin.jobs.runtime import enqueue, enqueue_on_commit, enqueue_once
 from refunds_admin.outages.models import Outage
 from refunds_admin.outages.services import incidents_of
 from refunds_admin.tournaments.models import Tournament
@@ -107,12 +107,14 @@ def kick_prepare(run_id):
 
 def sweep_prepare():
     """The sweeper: queue again every run lost in the queue or stalled (its worker was killed),
-    judged on the database's clock. The message expires after a stale period: the next sweep
-    queues it again anyway, so they never pile up. Returns the run ids queued."""
+    judged on the database's clock; each at most once per stale period (its message expires
+    then), so a busy worker does not find the same run queued many times. Returns the run ids
+    queued."""
     queued = []
+    period = settings.OUTAGE_PREPARE_STALE_AFTER
     for run_id in PREPARE_JOBS.stale().values_list("pk", flat=True):
-        log.info("sweeper: queueing batch prepare run %s again", run_id)
-        if enqueue(PREPARE_TASK, run_id, expires=settings.OUTAGE_PREPARE_STALE_AFTER):
+        if enqueue_once(PREPARE_TASK, run_id, within=period):
+            log.info("sweeper: queueing batch prepare run %s again", run_id)
             queued.append(run_id)
     return queued
 
