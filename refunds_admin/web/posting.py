@@ -1,11 +1,11 @@
-"""The posting job's progress as the pages show it, read from ledger.services."""
+"""The posting job's progress as the pages show it, read from ledger.selectors."""
 
-from refunds_admin.ledger import services as ledger_services
+from refunds_admin.ledger import selectors as ledger_selectors
 
 
 def progress_of(proposal):
     """posting_progress() plus the percentage the progress bar draws."""
-    progress = dict(ledger_services.posting_progress(proposal))
+    progress = dict(ledger_selectors.posting_progress(proposal))
     total = progress.get("total") or 0
     posted = progress.get("posted") or 0
     progress["percent"] = (

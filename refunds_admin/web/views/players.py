@@ -2,7 +2,7 @@ from django.shortcuts import render
 
 from refunds_admin.accounts.roles import CAN_READ
 from refunds_admin.errors import Refused
-from refunds_admin.ledger import services as ledger_services
+from refunds_admin.ledger import selectors as ledger_selectors
 from refunds_admin.proposals import services as proposal_services
 
 from .. import queries
@@ -41,7 +41,7 @@ def player_lookup(request):
                 if t["state"] != "pending" and line.total_cents and shown < INLINE_STATEMENTS:
                     t["statements"].append((line, _statement(t["proposal"], line.entry_id)))
                     shown += 1
-        balances = sorted(ledger_services.player_balances(player).items())
+        balances = sorted(ledger_selectors.player_balances(player).items())
     return render(
         request,
         "web/player_lookup.html",
