@@ -131,24 +131,26 @@ class PostingJob(models.Model):
         default=-1, help_text="Position of the last line whose credits are all posted."
     )
     attempts = models.PositiveIntegerField(
-        default=0, help_text="Runs that ended in a real error (not a crash, nor an outage)."
+        default=0,
+        help_text="Runs that ended in a real error (not a crash, nor the wallet unavailable).",
     )
     last_error = models.TextField(blank=True)
-    # Outages (cashier down or throttling, database or broker unreachable, a worker killed) wait
-    # and retry without using up attempts, until the outage budget is spent.
-    outage_since = models.DateTimeField(
-        null=True, blank=True, help_text="Start of the current outage; None when healthy."
-    )
-    outage_retries = models.PositiveIntegerField(
-        default=0, help_text="Consecutive runs stopped by the current outage (sets the backoff)."
-    )
-    retry_at = models.DateTimeField(
-        null=True, blank=True, help_text="Not before then: the backoff of the current outage."
-    )
-    alerted_at = models.DateTimeField(
+    # The wallet unavailable (cashier down or throttling, database or broker unreachable, a
+    # worker killed): the job waits and retries without using up attempts, until the budget
+    # (POSTING_UNAVAILABLE_BUDGET) is spent.
+    wallet_unavailable_since = models.DateTimeField(
         null=True,
         blank=True,
-        help_text="When the managers were alerted that the outage outlasted the budget.",
+        help_text="Since when the wallet is unavailable; None when it answers.",
+    )
+    wallet_unavailable_retries = models.PositiveIntegerField(
+        default=0,
+        help_text="Consecutive runs stopped by the wallet being unavailable (sets the backoff).",
+    )
+    retry_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Not before then: the backoff while the wallet is unavailable.",
     )
     created_at = models.DateTimeField(default=timezone.now)
     queued_at = models.DateTimeField(default=timezone.now, help_text="Last time it was queued.")

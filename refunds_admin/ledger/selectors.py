@@ -5,7 +5,7 @@ change goes through posting.py."""
 from django.db.models import Count, Sum
 
 from refunds_admin.proposals.models import PayoutProposal
-from refunds_admin.proposals.posting import CASHIER, describe_wallet
+from refunds_admin.proposals.posting_order import CASHIER, describe_wallet
 
 from .models import Credit, PostingJob
 from .wallets import CashierStopped, CashierUnavailable, CashierWallet, cashier_at, wallet_problem

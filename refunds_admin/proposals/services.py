@@ -46,7 +46,7 @@ from refunds_admin.tournaments.services import current_snapshot, engine_snapshot
 
 from . import figures as proposal_figures
 from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
-from .posting import configured_wallet, queue_posting
+from .posting_order import configured_wallet, queue_posting
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -115,7 +115,7 @@ def _require_importer(acting_user: User | None) -> None:
 # and each full collection would walk them all (0.1-0.3 s apiece for 100k entries).
 @paused_gc()
 @transaction.atomic
-def import_snapshot(
+def _import_snapshot(
     raw: bytes | str | dict[str, Any], *, acting_user: User | None, source: str
 ) -> Snapshot:
     """Validate a `tournament-snapshot/1` document and store it as the tournament's next version.
@@ -124,8 +124,8 @@ def import_snapshot(
     `raw` is the document as received (bytes or str; it is stored byte for byte with its
     SHA-256). Importing the `external_id` of a known tournament adds a snapshot version (the
     incident may still be open while the platform sends a better snapshot: views, the API and
-    commands call `incidents.services.import_snapshot`, which keeps that incident's rule in
-    step with the new version); once a proposal was
+    commands call `incidents.services.import_snapshot`, the only caller of this one, which keeps
+    that incident's rule in step with the new version); once a proposal was
     approved the tournament is frozen and a re-import is refused. Importing exactly the document
     of the current version again changes nothing and returns that version, so that a retried API
     call does not pile up identical versions.
@@ -581,7 +581,7 @@ def snapshot_document_from_csv(
 
 
 @transaction.atomic
-def import_csv(
+def _import_csv(
     entries_csv: CsvData,
     prizes_csv: CsvData,
     fields: Mapping[str, Any],

@@ -22,7 +22,7 @@ from .. import queries
 from ..access import device_required, get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
-from ..posting import progress_of
+from ..progress import progress_of
 
 Status = PayoutProposal.Status
 POSTING_STATES = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
