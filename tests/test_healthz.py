@@ -124,7 +124,7 @@ def test_it_reports_an_unreachable_broker_without_failing():
         "broker": "unreachable",
         "beat": None,
         "worker": None,
-        "stalled_jobs": {"prepare": [], "statements": []},
+        "stalled_jobs": {"posting": [], "prepare": [], "statements": []},
     }
 
 

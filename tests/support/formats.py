@@ -55,7 +55,9 @@ def _split(draw, total, prefix, tickets):
 def format_snapshots(draw, *, minutes=None):
     """A valid snapshot with its incident, using any mix of the optional format fields."""
     paid = draw(st.integers(1, 10))
-    amounts = sorted(draw(st.lists(st.integers(1, 300_000), min_size=paid, max_size=paid)), reverse=True)
+    amounts = sorted(
+        draw(st.lists(st.integers(1, 300_000), min_size=paid, max_size=paid)), reverse=True
+    )
     # Sometimes unpaid places at the end of the table (0.00), sometimes a range.
     prizes = [{"place": p + 1, "amount": money(a)} for p, a in enumerate(amounts)]
     buy_in = draw(st.integers(0, 20_000))
