@@ -16,7 +16,13 @@ from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import OutagePrepareRun, PayoutProposal
 
 from .factories import cancelled_outage
-from .posting_support import wait_for
+from .posting_support import (
+    expected_keys,
+    make_approved_proposal,
+    wait_for,
+    wait_until_posted,
+    worker_database_url,
+)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -188,3 +194,143 @@ def test_the_sweeper_runs_beside_a_busy_worker_and_queues_a_stalled_run_once_per
         queued_again=requeued,
         done=time.monotonic() - died,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Posting
+# ---------------------------------------------------------------------------------------------
+
+
+def _job(proposal):
+    from refunds_admin.ledger.models import PostingJob
+
+    return PostingJob.objects.filter(proposal_id=proposal.pk).first()
+
+
+def _posted(proposal):
+    job = _job(proposal)
+    return job.posted if job else 0
+
+
+def _kill_database_connections():
+    """What a PostgreSQL restart does to every session of the test database but this one."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_posting_through_killed_database_connections_waits_for_the_database_then_clears_it(
+    celery_worker_process,
+):
+    from refunds_admin.ledger import selectors
+
+    env = {**FAST, "POSTING_CHUNK_SIZE": 500, "POSTING_BACKOFF_BASE": 1}
+    celery_worker_process.start_periodic(**env)
+    celery_worker_process.start_beat(**env)
+    celery_worker_process.start(**env)
+    proposal = make_approved_proposal(lines=12_000)  # 24,000 credits in 24 chunks
+    wait_for(lambda: _posted(proposal) >= 2_000, timeout=120, message="posting under way")
+    assert _kill_database_connections() >= 1
+    killed = time.monotonic()
+    at_kill = _posted(proposal)
+    # Credits flow again, and the page no longer shows a reason while they do.
+    wait_for(
+        lambda: _posted(proposal) > at_kill + 1_000 or _job(proposal).state == "posted",
+        timeout=120,
+        message="credits to flow again",
+    )
+    running_again = time.monotonic() - killed
+    progress = selectors.posting_progress(proposal)
+    assert progress["error"] == "" and progress["status"].code in ("running", "done"), progress
+    job = wait_until_posted(proposal, timeout=180)
+    assert job.state == "posted", job.last_error
+    assert job.attempts == 0  # the database going away is not the job's fault
+    assert_posted_exactly_once(proposal)
+    # The history keeps what the page showed while it waited.
+    waits = AuditEvent.objects.filter(action="ledger.posting_recovered", object_id=str(proposal.pk))
+    if waits.exists():
+        assert "database" in waits.first().before["error"]
+    report_timing(
+        "posting, every database connection killed",
+        running_again=running_again,
+        posted=time.monotonic() - killed,
+    )
+
+
+def test_a_statement_timeout_in_posting_fails_the_attempt_with_its_reason(celery_worker_process):
+    import psycopg
+
+    from refunds_admin.ledger import selectors
+    from refunds_admin.ledger.models import Credit
+
+    env = {**FAST, "PGOPTIONS": "-c statement_timeout=1500"}
+    celery_worker_process.start(**env)
+    url = worker_database_url().replace("postgres://", "postgresql://")
+    with psycopg.connect(url) as other:
+        # Another session holds the ledger: the job's insert waits until the timeout cancels it.
+        other.execute(f"LOCK TABLE {Credit._meta.db_table} IN ACCESS EXCLUSIVE MODE")
+        proposal = make_approved_proposal(lines=50)
+        job = wait_for(
+            lambda: (lambda j: j if j and j.attempts >= 1 else None)(_job(proposal)),
+            timeout=60,
+            message="the first attempt to fail",
+        )
+        faulted = time.monotonic()
+        progress = selectors.posting_progress(proposal)
+        assert "statement timeout (SQLSTATE 57014)" in job.last_error, job.last_error
+        assert "attempt 1 of" in progress["error"]
+        assert progress["status"].code != "waiting"  # not "waiting for the wallet"
+        other.rollback()
+    job = wait_until_posted(proposal, timeout=120)
+    assert job.state == "posted", job.last_error
+    assert_posted_exactly_once(proposal)
+    report_timing(
+        "posting, statement timeout (lock held 1.5 s+)", posted=time.monotonic() - faulted
+    )
+
+
+def test_a_killed_posting_worker_whose_clock_is_10_minutes_fast_is_taken_over_in_seconds(
+    celery_worker_process,
+):
+    env = {**FAST, "POSTING_CHUNK_SIZE": 500}
+    celery_worker_process.start_periodic(**env)
+    celery_worker_process.start_beat(**env)
+    fast = celery_worker_process.start(**env, **_clock_off("+10m"))
+    proposal = make_approved_proposal(lines=12_000)
+    wait_for(lambda: _posted(proposal) >= 2_000, timeout=120, message="posting under way")
+    celery_worker_process.kill(fast)
+    killed = time.monotonic()
+    at_kill = _posted(proposal)
+    assert _job(proposal).state == "running"
+    celery_worker_process.start("w2", **env)
+    wait_for(
+        lambda: _posted(proposal) > at_kill or _job(proposal).state == "posted",
+        timeout=120,
+        message="the job to be taken over (a future heartbeat would hold it 10 minutes)",
+    )
+    running_again = time.monotonic() - killed
+    job = wait_until_posted(proposal, timeout=180)
+    assert job.state == "posted" and job.attempts == 0, job.last_error
+    assert_posted_exactly_once(proposal)
+    report_timing(
+        "posting, worker 10 min fast SIGKILLed",
+        running_again=running_again,
+        posted=time.monotonic() - killed,
+    )
+
+
+def assert_posted_exactly_once(proposal):
+    from django.db.models import Count
+
+    from refunds_admin.ledger.models import Credit
+
+    credits = Credit.objects.filter(proposal_id=proposal.pk)
+    assert set(credits.values_list("key", flat=True)) == expected_keys(proposal)
+    assert not credits.values("key").annotate(n=Count("key")).filter(n__gt=1).exists()
+    total = sum(credits.values_list("amount_cents", flat=True))
+    assert total == PayoutProposal.objects.get(pk=proposal.pk).total_cents
