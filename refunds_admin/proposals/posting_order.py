@@ -37,4 +37,9 @@ def describe_wallet(wallet: str, identity: str) -> str:
 def queue_posting(proposal_id: int) -> bool:
     """Queue the ledger's posting task by name (after the approval committed). Never raises:
     with the broker down the approved proposal waits and the ledger's sweeper queues it."""
-    return enqueue(POSTING_TASK, proposal_id)
+    queued = enqueue(POSTING_TASK, proposal_id)
+    if not queued:
+        log.warning(
+            "could not queue the posting of proposal %s; the sweeper will retry", proposal_id
+        )
+    return queued
