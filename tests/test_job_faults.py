@@ -252,9 +252,11 @@ def test_posting_through_killed_database_connections_waits_for_the_database_then
     assert job.attempts == 0  # the database going away is not the job's fault
     assert_posted_exactly_once(proposal)
     # The history keeps what the page showed while it waited.
-    waits = AuditEvent.objects.filter(action="ledger.posting_recovered", object_id=str(proposal.pk))
-    if waits.exists():
-        assert "database" in waits.first().before["error"]
+    [recovered] = AuditEvent.objects.filter(
+        action="ledger.posting_recovered", object_id=str(proposal.pk)
+    )
+    assert "waiting for the database" in recovered.before["error"]
+    assert recovered.before["waiting_for"] == "database"
     report_timing(
         "posting, every database connection killed",
         running_again=running_again,
