@@ -336,3 +336,25 @@ def assert_posted_exactly_once(proposal):
     assert not credits.values("key").annotate(n=Count("key")).filter(n__gt=1).exists()
     total = sum(credits.values_list("amount_cents", flat=True))
     assert total == PayoutProposal.objects.get(pk=proposal.pk).total_cents
+
+
+def test_a_statement_timeout_in_a_batch_prepare_fails_the_run_with_its_reason(
+    celery_worker_process, support, client
+):
+    import psycopg
+
+    _, o = _big_outage(support, "TMO", n=2)
+    celery_worker_process.start(OUTAGE_PREPARE_PARTS=1, PGOPTIONS="-c statement_timeout=1500")
+    url = worker_database_url().replace("postgres://", "postgresql://")
+    with psycopg.connect(url) as other:
+        # Another session holds the proposals: the run's first read waits until the timeout.
+        other.execute(f"LOCK TABLE {PayoutProposal._meta.db_table} IN ACCESS EXCLUSIVE MODE")
+        run = batches.start_prepare(o, acting_user=support)
+        wait_for(lambda: _run(run.pk).state == "failed", timeout=60, message="the run to fail")
+        other.rollback()
+    status = batches.prepare_progress(o)["status"]
+    assert status.code == "failed"
+    assert status.reason.startswith("statement timeout (SQLSTATE 57014): "), status.reason
+    client.force_login(support)
+    page = client.get(f"/outages/{o.pk}/prepare/progress/", HTTP_HX_REQUEST="true")
+    assert "statement timeout (SQLSTATE 57014)" in page.content.decode()
