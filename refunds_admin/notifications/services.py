@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import insert_rows
+from refunds_admin.db import insert_rows
 from refunds_admin.errors import Refused
 from refunds_admin.jobs import locks
 from refunds_admin.jobs.clock import now_expr

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0006_wallet_unavailable'),
+        ('ledger', '0007_merge_0006_policy_components_0006_wallet_unavailable'),
     ]
 
     operations = [
