@@ -281,18 +281,41 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": 3600,
 }
 CELERY_TASK_PUBLISH_RETRY = False
-# An outage's batch prepare job without a heartbeat for this long is taken to be dead (its worker
-# was killed) and is continued by the next delivery or by starting it again.
-OUTAGE_PREPARE_STALE_AFTER = env_int("OUTAGE_PREPARE_STALE_AFTER", 300)
+# An outage's batch prepare job without a heartbeat for this long (it beats every fifth of it,
+# from a thread, even inside one long tournament) is stalled: its worker was killed. The sweeper
+# queues it again and whoever claims it continues it.
+OUTAGE_PREPARE_STALE_AFTER = env_int("OUTAGE_PREPARE_STALE_AFTER", 60)
 # How many parts an outage's batch prepare is split into, for that many worker processes at once.
 OUTAGE_PREPARE_PARTS = env_int("OUTAGE_PREPARE_PARTS", 2)
+# Periodic and short tasks (sweepers, staff e-mails, heartbeats) go to their own queue, served by
+# a worker of its own (`celery worker -Q periodic`, README "Deploying"): a sweep never waits
+# behind long postings. Long jobs (posting, statements, batch prepare) stay on "celery".
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+PERIODIC_TASKS = (
+    "ledger.sweep_unposted",
+    "incidents.flag_overdue",
+    "notifications.sweep",
+    "notifications.dispatch_events",
+    "proposals.sweep_prepare",
+    "ops.heartbeat",
+)
+CELERY_TASK_ROUTES = {name: {"queue": "periodic"} for name in PERIODIC_TASKS}
+# Each sweep runs one at a time (an advisory lock) and expires unless started before the next
+# one is due, so sweeps held up behind a busy worker never run back to back.
+SWEEP_EVERY = float(env_int("SWEEP_EVERY", 60))
+_sweep = {"schedule": SWEEP_EVERY, "options": {"expires": SWEEP_EVERY * 0.9}}
 CELERY_BEAT_SCHEDULE = {
-    "sweep-unposted-proposals": {"task": "ledger.sweep_unposted", "schedule": 60.0},
-    "flag-overdue-incidents": {"task": "incidents.flag_overdue", "schedule": 60.0},
+    "sweep-unposted-proposals": {"task": "ledger.sweep_unposted", **_sweep},
+    "sweep-prepare-runs": {"task": "proposals.sweep_prepare", **_sweep},
+    "flag-overdue-incidents": {"task": "incidents.flag_overdue", **_sweep},
     # Staff e-mails and player statements missed by the after-commit kick; stuck postings.
-    "notifications-sweep": {"task": "notifications.sweep", "schedule": 60.0},
+    "notifications-sweep": {"task": "notifications.sweep", **_sweep},
     # /healthz shows when beat last sent this and when a worker last finished a task.
-    "heartbeat": {"task": "ops.heartbeat", "schedule": float(env_int("HEARTBEAT_EVERY", 30))},
+    "heartbeat": {
+        "task": "ops.heartbeat",
+        "schedule": float(env_int("HEARTBEAT_EVERY", 30)),
+        "options": {"expires": float(env_int("HEARTBEAT_EVERY", 30))},
+    },
 }
 
 # Posting (refunds_admin/ledger, docs/posting.md): lines per chunk (one transaction each),

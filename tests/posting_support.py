@@ -136,11 +136,18 @@ def worker_database_url():
 
 
 class WorkerProcesses:
-    """Start and kill `celery -A refunds_admin worker` processes for one test."""
+    """Start and kill `celery -A refunds_admin worker` processes for one test.
+
+    As deployed (README, "Deploying"), the long jobs' workers serve the "celery" queue and one
+    worker of its own serves the "periodic" queue (sweepers, staff e-mails, heartbeats): the
+    first `start()` starts that one too, with the same environment, unless `start_periodic()`
+    started it already. Killing a posting worker leaves it running, as in production."""
 
     def __init__(self, tmp_path):
         self.tmp_path = tmp_path
         self.procs = []
+        self.periodic = None
+        self.beat = None
 
     def env(self, **extra):
         env = dict(os.environ)
@@ -151,8 +158,10 @@ class WorkerProcesses:
         env.update({k: str(v) for k, v in extra.items()})
         return env
 
-    def start(self, name=None, *, concurrency=1, wait=True, **env):
+    def start(self, name=None, *, concurrency=1, wait=True, queues="celery", **env):
         """Start a worker (its own process group); waits until it is ready for tasks."""
+        if self.periodic is None and queues != "periodic":
+            self.start_periodic(**env)
         name = name or f"w{len(self.procs) + 1}"
         log = self.tmp_path / f"worker-{name}.log"
         handle = open(log, "w")  # noqa: SIM115 - closed with the process
@@ -171,6 +180,7 @@ class WorkerProcesses:
                 "--without-mingle",
                 "--without-heartbeat",
                 f"--hostname={name}-{os.getpid()}@%h",
+                f"--queues={queues}",
             ],
             cwd=ROOT,
             env=self.env(**env),
@@ -189,6 +199,38 @@ class WorkerProcesses:
             )
             if proc.poll() is not None:
                 raise AssertionError(f"worker {name} exited:\n{log.read_text()}")
+        return proc
+
+    def start_periodic(self, **env):
+        """The worker of the periodic queue (one process: sweeps run one at a time anyway)."""
+        self.periodic = self.start("periodic", queues="periodic", **env)
+        return self.periodic
+
+    def start_beat(self, **env):
+        """`celery beat`, sending the periodic tasks every SWEEP_EVERY seconds (set it low)."""
+        log = self.tmp_path / "beat.log"
+        handle = open(log, "w")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "refunds_admin",
+                "beat",
+                "--loglevel=INFO",
+                f"--schedule={self.tmp_path / 'beat-schedule'}",
+            ],
+            cwd=ROOT,
+            env=self.env(**env),
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        proc.log_path = log
+        proc.log_handle = handle
+        self.procs.append(proc)
+        self.beat = proc
         return proc
 
     def kill(self, proc, sig=signal.SIGKILL):

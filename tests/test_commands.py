@@ -89,3 +89,43 @@ def test_it_loads_the_demo_once_and_prints_working_logins(capsys, settings):
         Snapshot.objects.count(),
         PayoutProposal.objects.count(),
     )
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_it_names_a_statement_timeout_in_one_line_and_saves_nothing():
+    """The database cancels the import's statement (statement_timeout): the operator reads one
+    line naming the cause, not a traceback, and the tournament is not half imported."""
+    import os
+    import subprocess
+    import sys
+
+    import psycopg
+
+    from tests.posting_support import worker_database_url
+
+    url = worker_database_url()
+    root = Path(__file__).resolve().parents[1]
+    # Another session holds the snapshots table, so the import's write waits until the
+    # database's statement timeout (half a second, this process only) cancels it.
+    with psycopg.connect(url.replace("postgres://", "postgresql://")) as other:
+        other.execute(f"LOCK TABLE {Snapshot._meta.db_table} IN ACCESS EXCLUSIVE MODE")
+        result = subprocess.run(
+            [
+                sys.executable,
+                "manage.py",
+                "import_snapshot",
+                str(EXAMPLES / "06-non-cash-prize.scenario.json"),
+            ],
+            cwd=root,
+            env={**os.environ, "DATABASE_URL": url, "PGOPTIONS": "-c statement_timeout=500"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        other.rollback()
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "statement timeout" in lines[0] and "nothing was saved" in lines[0]
+    assert not Tournament.objects.filter(external_id="UP-EX-6").exists()

@@ -14,7 +14,7 @@ from django.test import Client, override_settings
 from refunds_admin.ops import health
 
 ROOT = Path(__file__).resolve().parents[1]
-KEYS = {"status", "database", "broker", "beat", "worker"}
+KEYS = {"status", "database", "broker", "beat", "worker", "stalled_jobs"}
 
 
 def _closed_port():
@@ -124,7 +124,25 @@ def test_it_reports_an_unreachable_broker_without_failing():
         "broker": "unreachable",
         "beat": None,
         "worker": None,
+        "stalled_jobs": {"posting": [], "prepare": [], "statements": []},
     }
+
+
+@pytest.mark.django_db
+def test_it_reports_stalled_jobs_by_kind_with_their_ages(support, settings):
+    """A batch prepare whose worker died: /healthz lists it under its kind, with the seconds
+    since its last heartbeat, until the sweeper hands it to another worker."""
+    from refunds_admin.proposals import batches
+
+    from .factories import cancelled_outage
+
+    run = batches.start_prepare(cancelled_outage(support), acting_user=support)
+    assert batches._claim(run.pk)  # a worker claimed it ... and was killed
+    assert Client().get("/healthz").json()["stalled_jobs"]["prepare"] == []  # still fresh
+    settings.OUTAGE_PREPARE_STALE_AFTER = 1
+    time.sleep(2.1)
+    [stalled] = Client().get("/healthz").json()["stalled_jobs"]["prepare"]
+    assert stalled["id"] == run.pk and stalled["age_seconds"] >= 2
 
 
 @pytest.mark.redis

@@ -9,8 +9,6 @@ module of refunds_admin except migrations.
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "refunds_admin"
 ROOT = PACKAGE.parent
 
@@ -101,27 +99,7 @@ def test_it_finds_a_loop_closed_by_an_import_inside_a_function(tmp_path):
     assert "refunds_admin.ledger.posting" in import_graph()["refunds_admin.ledger.tasks"]
 
 
-# The loops left, each closed by a service importing its own task inside a function to queue it.
-# They go once tasks are queued by name after commit (the job toolkit, refunds_admin/jobs/,
-# being written in parallel): then the task imports its service, never the other way round.
-#   notifications.services -> notifications.tasks (deliver_statements), tasks -> services, staff
-#   proposals.batches -> proposals.tasks (prepare_outage, prepare_outage_part), tasks -> batches
-KNOWN = [
-    [
-        "refunds_admin.notifications.services",
-        "refunds_admin.notifications.staff",
-        "refunds_admin.notifications.tasks",
-    ],
-    ["refunds_admin.proposals.batches", "refunds_admin.proposals.tasks"],
-]
-
-
-def test_no_loop_but_the_known_ones():
-    """Any new loop fails now; a known one may only shrink or go."""
-    new = [c for c in cycles(import_graph()) if not any(set(c) <= set(k) for k in KNOWN)]
-    assert new == []
-
-
-@pytest.mark.xfail(strict=False, reason="the two loops in KNOWN, until tasks are queued by name")
+# No loop is left: services queue tasks by name (refunds_admin/jobs/runtime.py), and each task
+# imports its service inside the task function, never the other way round.
 def test_no_module_of_the_app_imports_itself_round_a_loop():
     assert cycles(import_graph()) == []

@@ -17,8 +17,8 @@ ENGINE = PACKAGE / "payouts"
 # Lowest first: an app may import the ones before it, never the ones after it. audit and
 # accounts sit below them all and import none of them (the pure engine excepted: audit's display
 # formats amounts and names rules with it; it marks sign-ins set by someone else in accounts). ops (health, heartbeats, request logs) reads only the
-# audit's request context. db (the database's fast paths) pauses the collector with the engine's
-# paused_gc and knows no app.
+# audit's request context and the job toolkit. db (the database's fast paths) pauses the
+# collector with the engine's paused_gc and knows no app.
 LAYERS = [
     "payouts",
     "policies",
@@ -32,10 +32,13 @@ LAYERS = [
     "web",
 ]
 SAME_LAYER = {"notifications": "reports", "reports": "notifications"}
+# jobs (the job toolkit: locks, claims, heartbeats, queueing by name) imports no app: the apps
+# describe their jobs to it. ops reports the stalled jobs it lists.
 BELOW_ALL = {
     "audit": {"payouts", "accounts"},
     "accounts": set(),
-    "ops": {"audit"},
+    "jobs": set(),
+    "ops": {"audit", "jobs"},
     "db": {"payouts"},
 }
 

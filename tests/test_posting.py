@@ -6,6 +6,7 @@ from django.db import connection, transaction
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
+from refunds_admin.jobs.kinds import JobStatus
 from refunds_admin.ledger import posting, selectors
 from refunds_admin.ledger.models import Credit, PostingJob
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
@@ -43,6 +44,7 @@ def test_it_books_one_credit_per_entry_and_non_zero_component():
         "posted_cents": proposal.total_cents,
         "total_cents": proposal.total_cents,
         "state": "posted",
+        "status": JobStatus("done", "Posted"),  # what the page says (jobs.kinds)
         "error": "",
         "percent": 100,
         "attempts": 0,  # attempts count real errors only

@@ -207,6 +207,9 @@ SENTENCES = {
     "ledger.posting_failed": lambda e, b, a: (
         f"Posting of proposal {e.object_id} failed and waits for a manager"
     ),
+    "ledger.posting_recovered": lambda e, b, a: (
+        f"Posting of proposal {e.object_id} going again after: {b.get('error') or 'a stop'}"
+    ),
     "ledger.posting_resumed": lambda e, b, a: (
         f"{e.actor_name} resumed the posting of proposal {e.object_id}"
     ),

@@ -10,7 +10,10 @@ from django.db import connection, transaction
 from django.db.models import Count, F, Sum
 from django.utils import timezone
 
-from .models import CashierDelivery, Component, Credit, PostingJob
+from refunds_admin.jobs.clock import now_expr
+
+from .models import POSTING_JOBS, CashierDelivery, Component, Credit, PostingJob
+from .recovery import note_progress
 from .wallets import credit_body
 
 _COMPONENT_LABELS = dict(Component.choices)
@@ -79,7 +82,7 @@ def _record_deliveries(job, cents_by_key, results):
                 rows,
             )
         confirmed = [key for key, o in results if o.applied]
-        fields: dict[str, Any] = {"heartbeat_at": now}
+        fields: dict[str, Any] = {"heartbeat_at": now_expr()}
         if confirmed:
             fields.update(
                 posted=F("posted") + len(confirmed),
@@ -89,6 +92,9 @@ def _record_deliveries(job, cents_by_key, results):
                 retry_at=None,
             )
         PostingJob.objects.filter(pk=job.pk).update(**fields)
+        if confirmed:
+            # The cashier answers again: the page stops saying "waiting"; the history keeps it.
+            note_progress(job)
 
 
 def cashier_applied(proposal_id):
@@ -99,4 +105,4 @@ def cashier_applied(proposal_id):
 
 def _beat(job):
     """The job is alive (for the sweeper), even while a slow cashier answers."""
-    PostingJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
+    POSTING_JOBS.beat(pk=job.pk)

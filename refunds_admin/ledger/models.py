@@ -6,12 +6,14 @@ anything that changes over time -- the job's progress, a credit's delivery to th
 lives in its own table.
 """
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
 # The credit key's Python form lives beside its SQL form (refunds_admin/db/keys.py).
 from refunds_admin.db.keys import credit_key, key_part, parse_credit_key  # noqa: F401
+from refunds_admin.jobs.kinds import JobKind, register
 
 
 class Component(models.TextChoices):
@@ -134,6 +136,14 @@ class PostingJob(models.Model):
         blank=True,
         help_text="Not before then: the backoff while the wallet is unavailable.",
     )
+    # What a queued job waits for, as its page says: the cashier (a worker killed counts the
+    # same), or the database (its connection failed or it shut down: SQLSTATE 08xxx, 57P0x).
+    waiting_for = models.CharField(
+        max_length=10,
+        blank=True,
+        choices=[("wallet", "the wallet"), ("database", "the database")],
+        help_text="While the job waits with backoff: the wallet or the database; '' otherwise.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     queued_at = models.DateTimeField(default=timezone.now, help_text="Last time it was queued.")
     started_at = models.DateTimeField(null=True, blank=True)
@@ -238,3 +248,24 @@ class PostedTotal(models.Model):
 
     def __str__(self):
         return f"Proposal {self.proposal_id} posted {self.cents} {self.currency}"
+
+
+def _waiting(job):
+    """(what, since) while a queued job waits for the wallet or the database, else None."""
+    if job.wallet_unavailable_since is None:
+        return None
+    return (job.get_waiting_for_display() or "the wallet"), job.wallet_unavailable_since
+
+
+# The posting job as a job of the toolkit (refunds_admin/jobs): swept when lost or stalled, on
+# the database's clock, shown truthfully (queued, running, stalled, waiting, failed, posted).
+POSTING_JOBS = register(
+    JobKind(
+        name="posting",
+        model=PostingJob,
+        stale_after=lambda: settings.POSTING_STALE_AFTER,
+        retry_at="retry_at",
+        done=("posted",),
+        waiting=_waiting,
+    )
+)

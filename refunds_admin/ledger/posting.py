@@ -27,26 +27,30 @@ A failed job always says why (a database constraint insists), and its audit even
 """
 
 import logging
-from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
-from django.db.models import Count, Q, Sum
-from django.utils import timezone
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Count, Sum
 
 from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
+from refunds_admin.jobs import errors as dberrors
+from refunds_admin.jobs import locks
+from refunds_admin.jobs.clock import db_now, now_expr
+from refunds_admin.jobs.runtime import enqueue_once
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.proposals.posting_order import (
     CASHIER,
+    POSTING_TASK,
     queue_posting,
 )
 
 from .delivery import cashier_applied, deliver_all
-from .models import CashierDelivery, Credit, PostingJob
+from .models import POSTING_JOBS, CashierDelivery, Credit, PostingJob
+from .recovery import note_progress
 from .summary import record_posted_total
 from .wallets import (
     CashierRefused,
@@ -85,19 +89,23 @@ def unavailable_budget() -> timedelta:
 
 
 def unavailable_backoff(retries: int) -> float:
-    """Seconds before the next run, after `retries` runs stopped by the wallet being unavailable:
-    doubled each time from POSTING_BACKOFF_BASE, capped at POSTING_BACKOFF_MAX."""
-    base = getattr(settings, "POSTING_BACKOFF_BASE", 5.0)
-    cap = getattr(settings, "POSTING_BACKOFF_MAX", 300.0)
-    return min(cap, base * 2 ** max(0, retries - 1))
+    """Seconds before the next run, after `retries` runs stopped by the wallet being unavailable: doubled
+    each time from POSTING_BACKOFF_BASE, capped at POSTING_BACKOFF_MAX."""
+    return dberrors.backoff(
+        retries,
+        base=getattr(settings, "POSTING_BACKOFF_BASE", 5.0),
+        cap=getattr(settings, "POSTING_BACKOFF_MAX", 300.0),
+    )
 
 
-# Namespace of our advisory locks (the job lock is keyed by (namespace, proposal id)).
-_LOCK_NAMESPACE = 4_0400
+# Namespace of the job's advisory lock (keyed by (namespace, proposal id)): the toolkit's.
+_LOCK_NAMESPACE = locks.POSTING
 
-# The wallet is unavailable: errors that say "not now" rather than "wrong". They never use up
-# the job's attempts.
-WALLET_UNAVAILABLE = (CashierUnavailable, OperationalError, InterfaceError)
+# The wallet is unavailable: errors that say "not now" rather than "wrong": they never use up
+# the job's attempts. A database error is one only when its SQLSTATE says the database is
+# unavailable (jobs/errors.py): then the job waits for the database instead.
+WALLET_UNAVAILABLE = (CashierUnavailable,)
+WALLET, DATABASE = "wallet", "database"  # PostingJob.waiting_for
 
 
 class PostingStopped(Exception):
@@ -167,8 +175,9 @@ def schedule_posting(proposal: PayoutProposal, *, actor=None) -> PostingJob:
 
 def kick_posting(proposal_id: int) -> bool:
     """Queue the posting task. Never raises: with the broker down the job stays in the outbox
-    and the sweeper queues it later. Returns whether the task was queued (or ran, in-process)."""
-    PostingJob.objects.filter(proposal_id=proposal_id).update(queued_at=timezone.now())
+    and the sweeper queues it later. Returns whether the task was queued (or ran, in-process).
+    Stamps the job queued (the database's clock): the sweeper leaves it a stale period."""
+    POSTING_JOBS.mark_queued(proposal_id=proposal_id)
     return queue_posting(proposal_id)
 
 
@@ -180,24 +189,18 @@ def sweep_unposted(*, stale_after: timedelta | None = None) -> list[int]:
     whose worker stopped sending heartbeats (it was killed). A job still running elsewhere is
     safe to queue again: the job lock turns the second run into a no-op.
     """
-    now = timezone.now()
-    cutoff = now - (_stale_after() if stale_after is None else stale_after)
+    now = db_now()  # every stamp compared here is the database's, whatever this clock says
+    period = _stale_after() if stale_after is None else stale_after
     requeued = []
     orphans = PayoutProposal.objects.filter(
-        status=Status.APPROVED, posting_job=None, approved_at__lte=cutoff
+        status=Status.APPROVED, posting_job=None, approved_at__lte=now - period
     ).values_list("pk", flat=True)
     for proposal_id in orphans:
-        log.info("sweeper: queueing the posting of proposal %s (never started)", proposal_id)
-        if queue_posting(proposal_id):
+        # No job row to stamp yet (the first run makes it): once per stale period.
+        if enqueue_once(POSTING_TASK, proposal_id, within=max(1.0, period.total_seconds())):
+            log.info("sweeper: queueing the posting of proposal %s (never started)", proposal_id)
             requeued.append(proposal_id)
-    stale = PostingJob.objects.filter(
-        (
-            Q(state=State.QUEUED, queued_at__lte=cutoff)
-            & (Q(retry_at__isnull=True) | Q(retry_at__lte=now))
-        )
-        | Q(state=State.RUNNING, heartbeat_at__lte=cutoff)
-        | Q(state=State.RUNNING, heartbeat_at__isnull=True, queued_at__lte=cutoff)
-    ).values_list("proposal_id", flat=True)
+    stale = POSTING_JOBS.stale(now, stale_after=period).values_list("proposal_id", flat=True)
     for proposal_id in stale:
         log.info("sweeper: queueing the posting of proposal %s again", proposal_id)
         if kick_posting(proposal_id):
@@ -208,30 +211,6 @@ def sweep_unposted(*, stale_after: timedelta | None = None) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 # Posting (what the task runs)
 # ---------------------------------------------------------------------------------------------
-
-
-@contextmanager
-def _job_lock(proposal_id):
-    """A session-level advisory lock on PostgreSQL: held by one worker at a time, released if
-    its process dies. Elsewhere (SQLite, development) the database serialises writers and the
-    unique credit key alone prevents duplicates."""
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_NAMESPACE, proposal_id])
-        got = cursor.fetchone()[0]
-    try:
-        yield got
-    finally:
-        if got and connection.connection is not None:
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        "SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, proposal_id]
-                    )
-            except DatabaseError:
-                pass  # the session is gone, and its locks with it
 
 
 def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
@@ -246,7 +225,7 @@ def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
     unavailable (retry after its countdown), any other error when a retry may help (the error and
     the attempt are recorded on the job first).
     """
-    with _job_lock(proposal_id) as got:
+    with locks.advisory_lock(locks.POSTING, proposal_id) as got:
         if not got:
             log.info("proposal %s is being posted by another worker", proposal_id)
             return "busy"
@@ -258,20 +237,51 @@ def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
         if job is None:
             return PostingJob.objects.get(proposal_id=proposal_id).state
         try:
-            done = _post_all(job, wallet, max_chunks=max_chunks, lines_checked=lines_checked)
+            done = _post_racing(job, wallet, max_chunks=max_chunks, lines_checked=lines_checked)
         except PostingStopped:
             raise
         except (CashierStopped, CashierRefused) as exc:
             _fail(job, str(exc))
             raise PostingStopped(str(exc)) from exc
         except WALLET_UNAVAILABLE as exc:
-            _wallet_unavailable(
-                job, exc
-            )  # raises PostingDelayed, or PostingStopped past the budget
+            # raises PostingDelayed, or PostingStopped past the budget
+            _wallet_unavailable(job, exc, waiting_for=WALLET)
+        except DatabaseError as exc:
+            if dberrors.classify(exc) == dberrors.Kind.UNAVAILABLE:
+                # The database went away (restarted, connection killed): wait for it, using
+                # up no attempt. A fresh connection records that, if it is back already.
+                if not connection.in_atomic_block:
+                    connection.close()
+                _wallet_unavailable(job, exc, waiting_for=DATABASE)
+            # A statement timeout, a full disk, a race lost too often: the attempt fails,
+            # with the real reason, for a human.
+            _record_error(job, exc)
+            raise
         except Exception as exc:
             _record_error(job, exc)
             raise
         return State.POSTED if done else State.RUNNING
+
+
+def _post_racing(job, wallet, **options):
+    """_post_all, run again at once when the database chose it to lose a race (serialization
+    failure, deadlock), up to RACE_RETRIES times: the chunk rolled back whole, nothing twice."""
+    proposal = job.proposal
+    for race in range(dberrors.RACE_RETRIES + 1):
+        try:
+            return _post_all(job, wallet, **options)
+        except DatabaseError as exc:
+            if dberrors.classify(exc) != dberrors.Kind.RETRY or race == dberrors.RACE_RETRIES:
+                raise
+            log.warning(
+                "posting of proposal %s lost a race, again at once: %s",
+                job.proposal_id,
+                dberrors.describe(exc),
+            )
+            job.refresh_from_db()
+            job.proposal = proposal
+            options["lines_checked"] = False
+    raise AssertionError("unreachable")
 
 
 def _start(proposal_id):
@@ -326,11 +336,12 @@ def _mark_running(job):
     budget. Returns a reason to
     stop, or None."""
     proposal = job.proposal
-    now = timezone.now()
+    now = db_now()
     if job.state == State.RUNNING:
         job.wallet_unavailable_since = job.wallet_unavailable_since or job.heartbeat_at or now
         job.wallet_unavailable_retries += 1
         job.last_error = "the worker posting this job stopped without finishing (killed or crashed)"
+        job.waiting_for = job.waiting_for or WALLET
         if now - job.wallet_unavailable_since > unavailable_budget():
             budget = _budget_text()
             return f"wallet unavailable for longer than the budget of {budget}: {job.last_error}"
@@ -358,7 +369,7 @@ def _mark_running(job):
     job.save(
         update_fields=[
             "state", "started_at", "heartbeat_at", "wallet_unavailable_since",
-            "wallet_unavailable_retries", "last_error",
+            "wallet_unavailable_retries", "last_error", "waiting_for",
         ]
     )  # fmt: skip
     return None
@@ -405,7 +416,7 @@ def _advance(job, through, posted=None, posted_cents=None):
     Progress ends the wallet's unavailability."""
     fields = {
         "posted_through": through,
-        "heartbeat_at": timezone.now(),
+        "heartbeat_at": now_expr(),
         "wallet_unavailable_since": None,
         "wallet_unavailable_retries": 0,
         "retry_at": None,
@@ -413,6 +424,8 @@ def _advance(job, through, posted=None, posted_cents=None):
     if posted is not None:
         fields.update(posted=posted, posted_cents=posted_cents)
     PostingJob.objects.filter(pk=job.pk, posted_through__lt=through).update(**fields)
+    # The first chunk after a wait: the page stops saying "waiting"; the history keeps it.
+    note_progress(job)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,8 +446,9 @@ def _finish(job):
         )
         if not changed:
             raise PostingStopped(f"proposal {proposal.pk} is no longer posting")
-        now = timezone.now()
+        now = db_now()
         PostingJob.objects.filter(pk=job.pk).update(
+            waiting_for="",
             state=State.POSTED,
             posted=job.total,
             posted_cents=job.total_cents,
@@ -495,30 +509,36 @@ def _budget_text():
     )
 
 
-def _wallet_unavailable(job, exc):
-    """The wallet was unavailable: queue the job again after a capped exponential backoff,
-    without using up an attempt; past the budget, fail it (the failure tells the
-    managers)."""
-    reason = f"{type(exc).__name__}: {exc}"[:2000]
-    now = timezone.now()
+def _wallet_unavailable(job, exc, *, waiting_for=WALLET):
+    """The wallet (or the database, `waiting_for`) was unavailable: queue the job again after a
+    capped exponential backoff, without using up an attempt; past the budget, fail it (the
+    failure tells the managers)."""
+    reason = (
+        dberrors.describe(exc) if waiting_for == DATABASE else f"{type(exc).__name__}: {exc}"
+    )[:2000]
+    now = db_now()
     with transaction.atomic():
         fresh = PostingJob.objects.select_for_update().get(pk=job.pk)
         since = fresh.wallet_unavailable_since or now
         retries = fresh.wallet_unavailable_retries + 1
         if now - since > unavailable_budget():
-            stop = f"wallet unavailable for longer than the budget of {_budget_text()}: {reason}"
+            stop = (
+                f"{waiting_for} unavailable for longer than the budget of {_budget_text()}: "
+                f"{reason}"
+            )
         else:
             stop = None
             countdown = unavailable_backoff(retries)
             PostingJob.objects.filter(pk=job.pk).update(
                 state=State.QUEUED,
+                waiting_for=waiting_for,
                 wallet_unavailable_since=since,
                 wallet_unavailable_retries=retries,
                 retry_at=now + timedelta(seconds=countdown),
                 queued_at=now,
                 last_error=(
-                    f"waiting for the wallet (unavailable since {since:%Y-%m-%d %H:%M:%S} UTC, "
-                    f"retry {retries} in {countdown:g} s): {reason}"
+                    f"waiting for the {waiting_for} (unavailable since "
+                    f"{since:%Y-%m-%d %H:%M:%S} UTC, retry {retries} in {countdown:g} s): {reason}"
                 ),
             )
     if stop:
@@ -531,10 +551,15 @@ def _wallet_unavailable(job, exc):
 def _record_error(job, exc):
     """A real error: it uses up one attempt. The task retries later (the sweeper as a last
     resort); the run that uses the last attempt fails the job with the reason."""
-    message = f"{type(exc).__name__}: {exc}"[:2000] or type(exc).__name__
+    message = (
+        dberrors.describe(exc)
+        if dberrors.classify(exc)
+        else f"{type(exc).__name__}: {exc}" or type(exc).__name__
+    )[:2000]
+    message = f"attempt {job.attempts + 1} of {max_attempts()} failed: {message}"
     log.warning("posting of proposal %s stopped: %s", job.proposal_id, message)
     PostingJob.objects.filter(pk=job.pk, state=State.RUNNING).update(
-        state=State.QUEUED, last_error=message, queued_at=timezone.now()
+        state=State.QUEUED, last_error=message, queued_at=now_expr(), waiting_for=""
     )
     PostingJob.objects.filter(pk=job.pk).update(attempts=job.attempts + 1)
     if job.attempts + 1 >= max_attempts():
@@ -548,7 +573,7 @@ def _fail(job, reason):
     with transaction.atomic():
         proposal = PayoutProposal.objects.select_for_update(of=("self",)).get(pk=job.proposal_id)
         PostingJob.objects.filter(pk=job.pk).update(
-            state=State.FAILED, last_error=reason, finished_at=timezone.now(), retry_at=None
+            state=State.FAILED, last_error=reason, finished_at=now_expr(), retry_at=None
         )
         before = proposal.status
         changed = PayoutProposal.objects.filter(
@@ -594,7 +619,8 @@ def resume_posting(proposal: PayoutProposal, *, acting_user) -> None:
         attempts=0,
         last_error="",
         finished_at=None,
-        queued_at=timezone.now(),
+        queued_at=now_expr(),
+        waiting_for="",
         wallet_unavailable_since=None,
         wallet_unavailable_retries=0,
         retry_at=None,

@@ -4,10 +4,11 @@ change goes through posting.py."""
 
 from django.db.models import Count, Sum
 
+from refunds_admin.jobs.kinds import JobStatus
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.proposals.posting_order import CASHIER, describe_wallet
 
-from .models import COMPONENT_FIELDS, Component, Credit, PostingJob
+from .models import COMPONENT_FIELDS, POSTING_JOBS, Component, Credit, PostingJob
 from .wallets import CashierStopped, CashierUnavailable, CashierWallet, cashier_at, wallet_problem
 
 Status = PayoutProposal.Status
@@ -27,6 +28,7 @@ def posting_progress(proposal: PayoutProposal) -> dict:
             "posted_cents": 0,
             "total_cents": proposal.total_cents,
             "state": State.QUEUED if approved else None,
+            "status": JobStatus("queued", "Queued") if approved else None,
             "error": "",
             "percent": 0,
             "wallet": describe_wallet(proposal.wallet, proposal.wallet_identity)
@@ -42,6 +44,9 @@ def posting_progress(proposal: PayoutProposal) -> dict:
         "posted_cents": job.posted_cents,
         "total_cents": job.total_cents,
         "state": job.state,
+        # queued, running, stalled (resuming), waiting for the wallet / the database since T,
+        # failed (with the reason), posted: the same words on every job page (jobs.kinds)
+        "status": POSTING_JOBS.status(job),
         "error": job.last_error,
         "percent": percent,
         "attempts": job.attempts,

@@ -12,6 +12,8 @@ from django.db.models import Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
+from refunds_admin.jobs.kinds import JobKind, register
+
 
 class Channel(models.TextChoices):
     WEBHOOK = "webhook", "Operator's messaging webhook"
@@ -61,6 +63,17 @@ class StatementJob(models.Model):
     @property
     def percent(self):
         return 100 if not self.total else (100 * (self.sent + self.failed)) // self.total
+
+
+# The statements' delivery as a job of the toolkit (refunds_admin/jobs): stamped on the
+# database's clock, swept when lost or stalled, shown truthfully.
+STATEMENT_JOBS = register(
+    JobKind(
+        name="statements",
+        model=StatementJob,
+        stale_after=lambda: settings.NOTIFY_STALE_AFTER,
+    )
+)
 
 
 class StatementMessage(models.Model):
@@ -141,6 +154,17 @@ class StaffKind(models.TextChoices):
     DECIDED = "decided", "My proposal was approved or rejected (preparer)"
     POSTING = "posting", "Posting failed or is stuck (managers)"
     OVERDUE = "overdue", "An incident is overdue: not resumed after 30 minutes (managers)"
+
+
+# The audit events that become staff e-mails, by kind; ledger.posted schedules the statements.
+STAFF_ACTIONS = {
+    "proposal.submitted": StaffKind.SUBMITTED,
+    "proposal.approved": StaffKind.DECIDED,
+    "proposal.rejected": StaffKind.DECIDED,
+    "ledger.posting_failed": StaffKind.POSTING,
+    "incident.overdue_flagged": StaffKind.OVERDUE,
+}
+HANDLED_ACTIONS = {*STAFF_ACTIONS, "ledger.posted"}
 
 
 class StaffPreference(models.Model):

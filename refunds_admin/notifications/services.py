@@ -16,33 +16,35 @@ import json
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from datetime import timedelta
 from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Q
+from django.db.models import Count
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.db import insert_rows
 from refunds_admin.errors import Refused
+from refunds_admin.jobs import locks
+from refunds_admin.jobs.clock import now_expr
+from refunds_admin.jobs.runtime import enqueue
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.proposals.services import statement_maker
 from refunds_admin.tournaments.models import Entry
 
 from .adapters import NotifierStopped, NotifierUnavailable, configured_channel, notifier_for
-from .models import StatementJob, StatementMessage
+from .models import STATEMENT_JOBS, StatementJob, StatementMessage
 from .statements import content_for
 
 log = logging.getLogger(__name__)
 
 State = StatementJob.State
 MState = StatementMessage.State
-_LOCK_NAMESPACE = 4_0401  # next to the posting job's (ledger/posting.py)
+DELIVER_TASK = "notifications.deliver_statements"
 
 
 def statement_key(proposal_id, player_id):
@@ -208,27 +210,14 @@ def _write_messages_in_sql(job, proposal, notifier, now):
 
 def kick_statements(proposal_id):
     """Queue the delivery task; never raises (the sweeper queues it later if the broker is down)."""
-    from .tasks import deliver_statements as task
-
-    StatementJob.objects.filter(proposal_id=proposal_id).update(queued_at=timezone.now())
-    try:
-        task.delay(proposal_id)
-        return True
-    except Exception:
-        log.warning("could not queue statements of proposal %s", proposal_id, exc_info=True)
-        return False
+    STATEMENT_JOBS.mark_queued(proposal_id=proposal_id)
+    return enqueue(DELIVER_TASK, proposal_id)
 
 
 def sweep_statements(*, stale_after=None):
-    """Queue again statement jobs that were never picked up or whose worker stopped beating."""
-    cutoff = timezone.now() - (
-        timedelta(seconds=settings.NOTIFY_STALE_AFTER) if stale_after is None else stale_after
-    )
-    stale = StatementJob.objects.filter(
-        Q(state=State.QUEUED, queued_at__lte=cutoff)
-        | Q(state=State.RUNNING, heartbeat_at__lte=cutoff)
-        | Q(state=State.RUNNING, heartbeat_at__isnull=True, queued_at__lte=cutoff)
-    ).values_list("proposal_id", flat=True)
+    """Queue again statement jobs that were never picked up or whose worker stopped beating
+    (on the database's clock)."""
+    stale = STATEMENT_JOBS.stale(stale_after=stale_after).values_list("proposal_id", flat=True)
     return [pid for pid in stale if kick_statements(pid)]
 
 
@@ -237,28 +226,10 @@ def sweep_statements(*, stale_after=None):
 # ---------------------------------------------------------------------------------------------
 
 
-@contextmanager
-def _job_lock(proposal_id):
-    """One worker per job on PostgreSQL (released if its process dies); elsewhere the state
-    transitions alone serialise runs."""
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_NAMESPACE, proposal_id])
-        got = cursor.fetchone()[0]
-    try:
-        yield got
-    finally:
-        if got and connection.connection is not None:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, proposal_id])
-
-
 def deliver_statements(proposal_id, *, max_batches=None):
     """Send every pending statement of a proposal. Idempotent; returns the job's state after
     (or "busy"). Raises NotifierUnavailable when a retry may help (recorded on the job)."""
-    with _job_lock(proposal_id) as got:
+    with locks.advisory_lock(locks.STATEMENTS, proposal_id) as got:
         if not got:
             return "busy"
         job = _start(proposal_id)
@@ -283,12 +254,15 @@ def _start(proposal_id):
         if job.attempts >= settings.NOTIFY_MAX_ATTEMPTS and job.last_error:
             _fail(job, f"gave up after {job.attempts} attempts: {job.last_error}")
             return None
-        now = timezone.now()
-        job.state = State.RUNNING
-        job.attempts += 1
-        job.started_at = job.started_at or now
-        job.heartbeat_at = now
-        job.save(update_fields=["state", "attempts", "started_at", "heartbeat_at"])
+        # Holding the job's lock: a job found running was left by a worker that died.
+        now = now_expr()
+        StatementJob.objects.filter(pk=job.pk).update(
+            state=State.RUNNING,
+            attempts=job.attempts + 1,
+            started_at=Coalesce("started_at", now),
+            heartbeat_at=now,
+        )
+        job.refresh_from_db()
         return job
 
 
@@ -467,7 +441,7 @@ def _count(job, **extra):
         "failed": counts.get(MState.FAILED, 0),
     }
     if extra.get("heartbeat"):
-        fields["heartbeat_at"] = timezone.now()
+        fields["heartbeat_at"] = now_expr()
     StatementJob.objects.filter(pk=job.pk).update(**fields)
     return counts
 
@@ -475,7 +449,7 @@ def _count(job, **extra):
 def _finish(job):
     with transaction.atomic():
         counts = _count(job)
-        now = timezone.now()
+        now = now_expr()
         changed = StatementJob.objects.filter(pk=job.pk, state=State.RUNNING).update(
             state=State.DONE, finished_at=now, heartbeat_at=now, last_error=""
         )
@@ -499,7 +473,7 @@ def _record_error(job, exc):
     message = f"{type(exc).__name__}: {exc}"[:2000]
     log.warning("statements of proposal %s stopped: %s", job.proposal_id, message)
     StatementJob.objects.filter(pk=job.pk, state=State.RUNNING).update(
-        state=State.QUEUED, last_error=message, queued_at=timezone.now()
+        state=State.QUEUED, last_error=message, queued_at=now_expr()
     )
 
 
@@ -536,7 +510,7 @@ def retry_statements(proposal, *, acting_user):
         raise Refused(f"proposal {proposal.pk}: no failed statement to retry")
     before = {"state": job.state, "error": job.last_error, "failed": errors}
     StatementJob.objects.filter(pk=job.pk).update(
-        state=State.QUEUED, attempts=0, last_error="", finished_at=None, queued_at=timezone.now()
+        state=State.QUEUED, attempts=0, last_error="", finished_at=None, queued_at=now_expr()
     )
     _count(job)
     record(
@@ -567,4 +541,5 @@ def statement_outbox(proposal):
         .annotate(n=Count("pk"))
         .values_list("state", "n")
     )
-    return {"job": job, "counts": counts}
+    # queued, running, stalled (resuming), failed (with the reason), done
+    return {"job": job, "counts": counts, "status": STATEMENT_JOBS.status(job)}

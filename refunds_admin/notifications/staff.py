@@ -29,23 +29,23 @@ from refunds_admin.accounts.roles import MANAGER
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.audit.services import record
 from refunds_admin.incidents.models import Incident
+from refunds_admin.jobs.clock import db_now
 from refunds_admin.ledger.models import PostingJob
 from refunds_admin.payouts.money import display
 from refunds_admin.proposals.models import PayoutProposal
 
-from .models import HandledEvent, StaffKind, StaffNotification, StaffPreference
+from .models import (
+    HANDLED_ACTIONS,
+    STAFF_ACTIONS,
+    HandledEvent,
+    StaffKind,
+    StaffNotification,
+    StaffPreference,
+)
 from .services import schedule_statements
 
 log = logging.getLogger(__name__)
 
-STAFF_ACTIONS = {
-    "proposal.submitted": StaffKind.SUBMITTED,
-    "proposal.approved": StaffKind.DECIDED,
-    "proposal.rejected": StaffKind.DECIDED,
-    "ledger.posting_failed": StaffKind.POSTING,
-    "incident.overdue_flagged": StaffKind.OVERDUE,
-}
-HANDLED_ACTIONS = {*STAFF_ACTIONS, "ledger.posted"}
 # Events older than this are not notified any more (a restored backup does not e-mail anyone).
 LOOKBACK = timedelta(days=2)
 
@@ -218,9 +218,9 @@ def _message_for(event):
 
 
 def check_stuck_postings(*, now=None):
-    """Posting jobs that made no progress for POSTING_STUCK_AFTER: the managers are told once
-    per job and attempt. Returns the proposal ids reported."""
-    now = now or timezone.now()
+    """Posting jobs that made no progress for POSTING_STUCK_AFTER (on the database's clock):
+    the managers are told once per job and attempt. Returns the proposal ids reported."""
+    now = now or db_now()
     cutoff = now - timedelta(seconds=settings.POSTING_STUCK_AFTER)
     State = PostingJob.State
     stuck = PostingJob.objects.filter(

@@ -12,6 +12,8 @@ from functools import lru_cache
 from django.conf import settings
 from django.db import connection
 
+from refunds_admin.jobs import kinds
+
 _KEY = "refunds_admin:heartbeat:{}"
 _TTL = 7 * 24 * 3600
 
@@ -84,10 +86,20 @@ def _age(raw, now):
     }
 
 
+def stalled_jobs():
+    """{kind: [{"id", "age_seconds"}]}: the jobs running without a heartbeat for their stale
+    period (posting, prepare, statements), by the database's clock; the sweeper resumes them.
+    None when the database cannot say."""
+    try:
+        return kinds.stalled_jobs()
+    except Exception:  # reported, not judged: the database line says what is wrong
+        return None
+
+
 def report():
     """(status code, JSON-able body). 200 when the database answers, 503 when it does not; the
-    broker and heartbeats are reported, not judged (a load balancer should keep sending web
-    traffic while the worker restarts)."""
+    broker, heartbeats and stalled jobs are reported, not judged (a load balancer should keep
+    sending web traffic while the worker restarts)."""
     db = database_ok()
     body = {"status": "ok" if db else "unavailable", "database": "ok" if db else "unavailable"}
     celery = celery_status()
@@ -95,4 +107,6 @@ def report():
         body["broker"] = "not configured"
     else:
         body.update(celery)
+    if db:
+        body["stalled_jobs"] = stalled_jobs()
     return (200 if db else 503), body

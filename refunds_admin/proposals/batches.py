@@ -15,26 +15,27 @@ import hashlib
 import logging
 import time
 from collections import defaultdict
-from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, Value
-from django.db.models.functions import Coalesce
-from django.utils import timezone
+from django.db.models import Count, F
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
 from refunds_admin.incidents.models import Incident
+from refunds_admin.jobs import errors as dberrors
+from refunds_admin.jobs.clock import db_now, now_expr
+from refunds_admin.jobs.heartbeat import beating
+from refunds_admin.jobs.runtime import enqueue, enqueue_on_commit, enqueue_once
 from refunds_admin.outages.models import Outage
 from refunds_admin.outages.services import incidents_of
 from refunds_admin.tournaments.models import Tournament
 
 from . import services
-from .models import OutagePrepareResult, OutagePrepareRun, PayoutProposal
+from .models import PREPARE_JOBS, OutagePrepareResult, OutagePrepareRun, PayoutProposal
 
 log = logging.getLogger(__name__)
 
@@ -68,22 +69,21 @@ def live_proposals(outage):
 @transaction.atomic
 def start_prepare(outage, *, acting_user):
     """Queue the batch prepare of the outage (after commit). A run already queued or running
-    is returned as it is: one run at a time per outage."""
+    is returned as it is: one run at a time per outage. A stalled one (its worker died) is
+    queued again: whoever claims it first continues it where it stopped."""
     require_role(acting_user, CAN_PREPARE, "prepare proposals")
     outage = Outage.objects.select_for_update().get(pk=outage.pk)
     running = outage.prepare_runs.filter(state__in=[RunState.QUEUED, RunState.RUNNING]).first()
     if running is not None:
-        if running.state == RunState.QUEUED or (
-            running.heartbeat_at and running.heartbeat_at <= _stale_cutoff()
-        ):
+        if running.state == RunState.QUEUED or PREPARE_JOBS.stalled().filter(pk=running.pk):
             # Its message may be lost or its worker dead: queue it again (claiming is safe).
-            transaction.on_commit(partial(kick_prepare, running.pk))
+            enqueue_on_commit(PREPARE_TASK, running.pk)
         return running
     total = incidents_of(outage).count()
     if not total:
         raise Refused(f"Outage {outage.pk} has no tournament.")
     run = OutagePrepareRun.objects.create(
-        outage=outage, total=total, requested_by=acting_user, requested_at=timezone.now()
+        outage=outage, total=total, requested_by=acting_user, requested_at=db_now()
     )
     record(
         "outage.prepare_started",
@@ -95,36 +95,39 @@ def start_prepare(outage, *, acting_user):
     return run
 
 
+PREPARE_TASK = "proposals.prepare_outage"
+PREPARE_PART_TASK = "proposals.prepare_outage_part"
+
+
 def kick_prepare(run_id):
     """Queue the job. Never raises: with the broker down the run stays queued (it is its own
-    outbox row) and starting the batch prepare again queues it again."""
-    from .tasks import prepare_outage
-
-    try:
-        prepare_outage.delay(run_id)
-    except Exception:
-        log.warning(
-            "could not queue the batch prepare run %s; start it again", run_id, exc_info=True
-        )
+    outbox row) and the sweeper, or starting the batch prepare again, queues it again."""
+    return enqueue(PREPARE_TASK, run_id)
 
 
-def _stale_cutoff():
-    """A running job without a heartbeat since then is taken to be dead (its worker was killed):
-    the next delivery of its message, or starting the batch prepare again, continues it."""
-    return timezone.now() - timedelta(seconds=settings.OUTAGE_PREPARE_STALE_AFTER)
+def sweep_prepare():
+    """The sweeper: queue again every run lost in the queue or stalled (its worker was killed),
+    judged on the database's clock; each at most once per stale period (its message expires
+    then), so a busy worker does not find the same run queued many times. Returns the run ids
+    queued."""
+    queued = []
+    period = settings.OUTAGE_PREPARE_STALE_AFTER
+    for run_id in PREPARE_JOBS.stale().values_list("pk", flat=True):
+        if enqueue_once(PREPARE_TASK, run_id, within=period):
+            log.info("sweeper: queueing batch prepare run %s again", run_id)
+            queued.append(run_id)
+    return queued
 
 
 def _claim(run_id):
-    """Compare-and-set queued -> running (or a dead run -> running again): a message delivered
-    twice runs once, and a run whose worker died is continued where it stopped."""
-    now = timezone.now()
-    changed = OutagePrepareRun.objects.filter(
-        Q(state=RunState.QUEUED) | Q(state=RunState.RUNNING, heartbeat_at__lte=_stale_cutoff()),
-        pk=run_id,
-    ).update(
-        state=RunState.RUNNING, started_at=Coalesce("started_at", Value(now)), heartbeat_at=now
-    )
-    return changed == 1
+    """Compare-and-set queued -> running (or a stalled run -> running again): a message
+    delivered twice runs once, and a run whose worker died is continued where it stopped."""
+    return PREPARE_JOBS.claim(pk=run_id)
+
+
+def _heartbeat_every():
+    """A fifth of the stale period: four heartbeats may be missed before the run is stalled."""
+    return max(0.5, settings.OUTAGE_PREPARE_STALE_AFTER / 5)
 
 
 def _prepare_one(incident, user):
@@ -200,11 +203,8 @@ def run_prepare(run_id, *, parts=1):
     done = set(run.results.values_list("incident_id", flat=True))
     remaining = [i for i in members if i.pk not in done]
     split = _split(remaining, max(1, parts)) if remaining else [[]]
-    if len(split) > 1:
-        from .tasks import prepare_outage_part
-
-        for ids in split[1:]:
-            prepare_outage_part.delay(run_id, ids)
+    for ids in split[1:]:
+        enqueue(PREPARE_PART_TASK, run_id, ids)
     return run_prepare_part(run_id, split[0])
 
 
@@ -215,35 +215,46 @@ def run_prepare_part(run_id, incident_ids):
         return run.state
     incidents = Incident.objects.select_related("tournament").in_bulk(incident_ids)
     try:
-        for pk in incident_ids:
-            incident = incidents[pk]
-            if OutagePrepareResult.objects.filter(run=run, incident=incident).exists():
-                continue
-            started = time.perf_counter()
-            outcome, proposal, message, problems = _prepare_one(incident, run.requested_by)
-            try:
-                with transaction.atomic():
-                    OutagePrepareResult.objects.create(
-                        run=run,
-                        incident=incident,
-                        outcome=outcome,
-                        proposal=proposal,
-                        message=message,
-                        problems=problems,
-                        seconds=round(time.perf_counter() - started, 3),
-                    )
-                    OutagePrepareRun.objects.filter(pk=run.pk).update(
-                        done=F("done") + 1, heartbeat_at=timezone.now()
-                    )
-            except IntegrityError:
-                # A run taken for dead was still alive and got here first: its result stands.
-                continue
+        with beating(PREPARE_JOBS, every=_heartbeat_every(), pk=run.pk):
+            _prepare_part(run, incident_ids, incidents)
     except Exception as exc:
+        if dberrors.classify(exc) == dberrors.Kind.UNAVAILABLE:
+            # Nothing can be written now. The run stops beating: stalled, then resumed by the
+            # sweeper once the database is back.
+            raise
+        reason = dberrors.describe(exc) if dberrors.classify(exc) else str(exc)
         OutagePrepareRun.objects.filter(pk=run.pk, state=RunState.RUNNING).update(
-            state=RunState.FAILED, finished_at=timezone.now(), last_error=str(exc)[:2000]
+            state=RunState.FAILED, finished_at=now_expr(), last_error=reason[:2000]
         )
         raise
     return _finish_if_complete(run)
+
+
+def _prepare_part(run, incident_ids, incidents):
+    """One result per tournament, and the progress after each (the run's heartbeat too)."""
+    for pk in incident_ids:
+        incident = incidents[pk]
+        if OutagePrepareResult.objects.filter(run=run, incident=incident).exists():
+            continue
+        started = time.perf_counter()
+        outcome, proposal, message, problems = _prepare_one(incident, run.requested_by)
+        try:
+            with transaction.atomic():
+                OutagePrepareResult.objects.create(
+                    run=run,
+                    incident=incident,
+                    outcome=outcome,
+                    proposal=proposal,
+                    message=message,
+                    problems=problems,
+                    seconds=round(time.perf_counter() - started, 3),
+                )
+                OutagePrepareRun.objects.filter(pk=run.pk).update(
+                    done=F("done") + 1, heartbeat_at=now_expr()
+                )
+        except IntegrityError:
+            # A run taken for dead was still alive and got here first: its result stands.
+            continue
 
 
 def _finish_if_complete(run):
@@ -251,7 +262,7 @@ def _finish_if_complete(run):
     with transaction.atomic():
         changed = OutagePrepareRun.objects.filter(
             pk=run.pk, state=RunState.RUNNING, done__gte=F("total")
-        ).update(state=RunState.DONE, finished_at=timezone.now())
+        ).update(state=RunState.DONE, finished_at=now_expr())
         if not changed:
             return OutagePrepareRun.objects.get(pk=run.pk).state
         counts = dict(
@@ -279,6 +290,7 @@ def prepare_progress(outage):
     counts: defaultdict[str, int] = defaultdict(int)
     for result in results:
         counts[result.outcome] += 1
+    status = PREPARE_JOBS.status(run)
     return {
         "run": run,
         "results": results,
@@ -286,7 +298,9 @@ def prepare_progress(outage):
         "percent": 100
         if run.state == RunState.DONE
         else (run.done * 100 // run.total if run.total else 0),
-        "active": run.state in (RunState.QUEUED, RunState.RUNNING),
+        # queued, running, stalled (resuming), failed (with the reason), done
+        "status": status,
+        "active": status.active,
     }
 
 

@@ -4,6 +4,7 @@ from django.db.models import F, Q
 
 from refunds_admin.accounts.credentials import why_not_own_credentials
 from refunds_admin.accounts.roles import CAN_DECIDE, has_role
+from refunds_admin.jobs.kinds import JobKind, register
 
 # The people whose work or judgement a proposal rests on: the approver (or rejecter) must be none
 # of them (four eyes). Each is a foreign key to the user on PayoutProposal.
@@ -381,3 +382,15 @@ class OutagePrepareResult(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "incident"], name="one_result_per_incident"),
         ]
+
+
+# The batch prepare as a job of the toolkit (refunds_admin/jobs): claimed by compare-and-set,
+# beating while it runs, taken over by the sweeper once stalled, shown truthfully.
+PREPARE_JOBS = register(
+    JobKind(
+        name="prepare",
+        model=OutagePrepareRun,
+        stale_after=lambda: settings.OUTAGE_PREPARE_STALE_AFTER,
+        queued_at="requested_at",
+    )
+)

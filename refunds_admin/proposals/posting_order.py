@@ -10,6 +10,8 @@ import logging
 
 from django.conf import settings
 
+from refunds_admin.jobs.runtime import enqueue
+
 log = logging.getLogger(__name__)
 
 LEDGER = "ledger"
@@ -35,15 +37,9 @@ def describe_wallet(wallet: str, identity: str) -> str:
 def queue_posting(proposal_id: int) -> bool:
     """Queue the ledger's posting task by name (after the approval committed). Never raises:
     with the broker down the approved proposal waits and the ledger's sweeper queues it."""
-    from refunds_admin.celery import app
-
-    try:
-        app.tasks[POSTING_TASK].delay(proposal_id)
-        return True
-    except Exception:
+    queued = enqueue(POSTING_TASK, proposal_id)
+    if not queued:
         log.warning(
-            "could not queue the posting of proposal %s; the sweeper will retry",
-            proposal_id,
-            exc_info=True,
+            "could not queue the posting of proposal %s; the sweeper will retry", proposal_id
         )
-        return False
+    return queued

@@ -5,7 +5,9 @@ from collections import defaultdict
 
 from django.db.models import Count
 
-from refunds_admin.ledger.models import PostingJob
+from refunds_admin.jobs.kinds import JobStatus
+from refunds_admin.ledger.models import POSTING_JOBS, PostingJob
+from refunds_admin.notifications.models import STATEMENT_JOBS, StatementJob
 from refunds_admin.outages.services import incidents_of
 from refunds_admin.proposals.batches import live_proposals
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
@@ -24,6 +26,9 @@ def posting_progress(outage):
     """One aggregated progress bar (credits, and money per currency) and a row per tournament."""
     proposals = list(live_proposals(outage).filter(status__in=DECIDED))
     jobs = {job.proposal_id: job for job in PostingJob.objects.filter(proposal__in=proposals)}
+    statement_jobs = {
+        job.proposal_id: job for job in StatementJob.objects.filter(proposal__in=proposals)
+    }
     rows: list[dict] = []
     money: defaultdict[str, dict[str, int]] = defaultdict(
         lambda: {"posted_cents": 0, "total_cents": 0}
@@ -43,6 +48,12 @@ def posting_progress(outage):
             "posted_cents": job.posted_cents if job else 0,
             "total_cents": p.total_cents,
             "error": job.last_error if job else "",
+            # The same truthful words as each proposal's page: queued, running, stalled
+            # (resuming), waiting for the wallet / the database since T, failed, posted.
+            "status": POSTING_JOBS.status(job) if job else JobStatus("queued", "Queued"),
+            "statements": STATEMENT_JOBS.status(statement_jobs[p.pk])
+            if p.pk in statement_jobs
+            else None,
         }
         row["percent"] = _percent(row["posted"], row["total"], state == "posted")
         rows.append(row)

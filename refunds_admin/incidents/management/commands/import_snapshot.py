@@ -3,9 +3,11 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from refunds_admin.errors import Refused
 from refunds_admin.incidents.services import import_snapshot
+from refunds_admin.jobs import errors as dberrors
 from refunds_admin.tournaments.models import Snapshot
 
 
@@ -33,6 +35,12 @@ class Command(BaseCommand):
             raise CommandError(str(e)) from None
         except Refused as e:
             raise CommandError(str(e)) from None
+        except DatabaseError as e:
+            # One line naming the cause (a statement timeout, the database gone), not a
+            # traceback: the import is one transaction, so nothing was saved.
+            raise CommandError(
+                f"the database stopped the import: {dberrors.describe(e)}; nothing was saved"
+            ) from None
         t = snapshot.tournament
         self.stdout.write(
             f"Imported {t.external_id} ({t.name}) snapshot v{snapshot.version}: "
