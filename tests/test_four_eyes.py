@@ -16,7 +16,14 @@ from refunds_admin.outages import services as outages
 from refunds_admin.proposals import batches
 from refunds_admin.proposals import services as proposals
 from refunds_admin.proposals.models import PayoutProposal
-from tests.factories import approve_outage, cancelled_incident, open_incident, outage
+from tests.factories import (
+    approve_outage,
+    approved_policy_version,
+    cancelled_incident,
+    open_incident,
+    outage,
+    policy_doc,
+)
 from tests.factories import prepared_outage as _prepared
 
 pytestmark = pytest.mark.django_db
@@ -56,6 +63,24 @@ def test_the_manager_who_confirmed_the_site_wide_finding_may_not_approve(
     proposal = _submitted(support, incident)
     assert proposal.site_wide_confirmed_by == manager and proposal.rule == "full_refund"
     with pytest.raises(PermissionDenied, match="site-wide finding.*four eyes"):
+        _approve(proposal, manager)
+    assert _approve(proposal, other_manager).approved_by == other_manager
+
+
+def test_the_manager_who_changed_the_tournaments_policy_may_not_approve(
+    support, manager, other_manager
+):
+    incident = cancelled_incident(support)
+    uncapped = approved_policy_version(
+        other_manager, manager, doc=policy_doc("ultimatepoker-2026", first_place_cap=False)
+    )
+    incidents.change_tournament_policy(
+        incident.tournament, uncapped, acting_user=manager, reason="the operator dropped the cap"
+    )
+    proposal = _submitted(support, incident)
+    assert proposal.policy_changed_by == manager
+    assert proposal not in PayoutProposal.objects.awaiting_decision_by(manager)
+    with pytest.raises(PermissionDenied, match="cancellation policy.*four eyes"):
         _approve(proposal, manager)
     assert _approve(proposal, other_manager).approved_by == other_manager
 

@@ -186,10 +186,8 @@ def _rule_chosen_by(incident: Incident, tournament: Tournament) -> dict[str, int
         if incident.site_wide_issue
         else None,
         "declared_not_resumable_by_id": incident.closed_by_id if not_resumable else None,
-        # LEAD: when Tournament.policy_changed_by lands (policies app), this line becomes
-        # `"policy_changed_by_id": tournament.policy_changed_by_id,` -- the field, its
-        # constraint and every four-eyes check already include it.
-        "policy_changed_by_id": None,
+        # The manager who changed the tournament's policy chose the rule as much as a finding.
+        "policy_changed_by_id": tournament.policy_changed_by_id,
     }
 
 
