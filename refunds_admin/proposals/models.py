@@ -223,6 +223,14 @@ class PayoutProposal(models.Model):
     def may_be_rejected_by(self, user):
         return self.status == self.Status.SUBMITTED and not self.why_not_rejected_by(user)
 
+    def may_be_withdrawn_by(self, user):
+        """Only the submitter takes a submission back (to correct it before anyone decides)."""
+        return (
+            self.status == self.Status.SUBMITTED
+            and user.pk is not None
+            and self.submitted_by_id == user.pk
+        )
+
 
 class PayoutLine(models.Model):
     """One entry's line of a proposal, in snapshot order. Eliminated entries get a zero line."""

@@ -531,7 +531,7 @@ def withdraw_proposal(
     require_role(acting_user, CAN_PREPARE, "withdraw proposals")
     fresh = _locked(proposal)
     _require_status(fresh, Status.SUBMITTED, "withdraw")
-    if fresh.submitted_by_id != acting_user.pk:
+    if not fresh.may_be_withdrawn_by(acting_user):
         raise PermissionDenied(
             f"Only {fresh.submitted_by.get_username() if fresh.submitted_by else 'the submitter'}, "
             f"who submitted proposal {fresh.pk}, may withdraw it."

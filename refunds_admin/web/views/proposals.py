@@ -183,7 +183,7 @@ def _may_reject(user, proposal):
 
 
 def _may_withdraw(user, proposal):
-    return proposal.status == Status.SUBMITTED and user.pk == proposal.submitted_by_id
+    return proposal.may_be_withdrawn_by(user)
 
 
 def _decision_context(proposal):
