@@ -18,9 +18,8 @@ The flow, in the domain's words (docs/posting.md):
 Delivery to the cashier is in delivery.py; what the pages read, in selectors.py.
 
 Failures are classified. The wallet being unavailable (cashier down or throttling, database or
-broker unreachable, a worker killed mid-run) never uses up the job's attempts: the job waits with capped exponential
-backoff for up to POSTING_UNAVAILABLE_BUDGET, then fails. A definite
-refusal (409/422: a human must look; 401/403: configuration) fails the job at once with the
+broker unreachable, a worker killed mid-run) never uses up the job's attempts: the job waits with
+capped exponential backoff for up to POSTING_UNAVAILABLE_BUDGET, then fails. A definite refusal (409/422: a human must look; 401/403: configuration) fails the job at once with the
 cashier's reason. Any other error counts as an attempt; after POSTING_MAX_ATTEMPTS the job fails.
 A failed job always says why (a database constraint insists), and its audit event
 `ledger.posting_failed` is what e-mails the managers, once, by their notification settings
@@ -81,13 +80,13 @@ def max_attempts() -> int:
 
 
 def unavailable_budget() -> timedelta:
-    """How long the wallet may stay unavailable before the job fails (and the managers are told)."""
+    """How long the wallet may stay unavailable before the job fails (the managers are told)."""
     return timedelta(seconds=getattr(settings, "POSTING_UNAVAILABLE_BUDGET", 7200))
 
 
 def unavailable_backoff(retries: int) -> float:
-    """Seconds before the next run, after `retries` runs stopped by the wallet being unavailable: doubled
-    each time from POSTING_BACKOFF_BASE, capped at POSTING_BACKOFF_MAX."""
+    """Seconds before the next run, after `retries` runs stopped by the wallet being unavailable:
+    doubled each time from POSTING_BACKOFF_BASE, capped at POSTING_BACKOFF_MAX."""
     base = getattr(settings, "POSTING_BACKOFF_BASE", 5.0)
     cap = getattr(settings, "POSTING_BACKOFF_MAX", 300.0)
     return min(cap, base * 2 ** max(0, retries - 1))
@@ -96,7 +95,8 @@ def unavailable_backoff(retries: int) -> float:
 # Namespace of our advisory locks (the job lock is keyed by (namespace, proposal id)).
 _LOCK_NAMESPACE = 4_0400
 
-# The wallet is unavailable: errors that say "not now" rather than "wrong": they never use up the job's attempts.
+# The wallet is unavailable: errors that say "not now" rather than "wrong". They never use up
+# the job's attempts.
 WALLET_UNAVAILABLE = (CashierUnavailable, OperationalError, InterfaceError)
 
 
@@ -242,8 +242,8 @@ def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
 
     Returns the job's state afterwards, "busy" when another worker holds the job, or "refused"
     when this process is not configured for the job's wallet (the job waits, reason recorded).
-    Raises PostingStopped when the job was marked failed, PostingDelayed when the wallet was unavailable
-    the run (retry after its countdown), any other error when a retry may help (the error and
+    Raises PostingStopped when the job was marked failed, PostingDelayed when the wallet was
+    unavailable (retry after its countdown), any other error when a retry may help (the error and
     the attempt are recorded on the job first).
     """
     with _job_lock(proposal_id) as got:
@@ -332,7 +332,8 @@ def _mark_running(job):
         job.wallet_unavailable_retries += 1
         job.last_error = "the worker posting this job stopped without finishing (killed or crashed)"
         if now - job.wallet_unavailable_since > unavailable_budget():
-            return f"wallet unavailable for longer than the budget of {_budget_text()}: {job.last_error}"
+            budget = _budget_text()
+            return f"wallet unavailable for longer than the budget of {budget}: {job.last_error}"
     if proposal.status == Status.APPROVED:
         changed = PayoutProposal.objects.filter(pk=proposal.pk, status=Status.APPROVED).update(
             status=Status.POSTING
@@ -356,7 +357,8 @@ def _mark_running(job):
     job.heartbeat_at = now
     job.save(
         update_fields=[
-            "state", "started_at", "heartbeat_at", "wallet_unavailable_since", "wallet_unavailable_retries", "last_error"
+            "state", "started_at", "heartbeat_at", "wallet_unavailable_since",
+            "wallet_unavailable_retries", "last_error",
         ]
     )  # fmt: skip
     return None
