@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import partial
-from operator import truth
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.exceptions import PermissionDenied
@@ -117,21 +116,32 @@ LINE_FIELDS = (
     "bounty_refund_cents",
     "refunds",
 )
-_LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS)
+_LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS[:-3])
 
 
 def _insert_lines(
     proposal: PayoutProposal, columns: LineColumns, *, meanwhile: Callable[[], _T]
 ) -> _T:
-    """Write the proposal's lines in snapshot order (COPY on PostgreSQL), from the engine's columns."""
+    """Write the proposal's lines in snapshot order (COPY on PostgreSQL), from the engine's
+    columns. The policy's components a proposal does not use (no equal share, no bounty,
+    nothing returned otherwise than in cash: most proposals) are not written: they keep their
+    database defaults, and the COPY carries what it always did."""
     c = columns
-    data = (
+    names = list(_LINE_COLUMNS)
+    data = [
         Same(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund, c.total, c.capped,
-        c.equal_share, c.bounty_refund,
-        # Most proposals return nothing in a form other than cash: one constant, no list.
-        list(map(payments_json, c.refunds)) if any(map(truth, c.refunds)) else Same(None),
-    )  # fmt: skip
+    ]  # fmt: skip
+    for name, column in (
+        ("equal_share_cents", c.equal_share),
+        ("bounty_refund_cents", c.bounty_refund),
+    ):
+        if any(column):
+            names.append(name)
+            data.append(column)
+    if c.has_refunds:
+        names.append("refunds")
+        data.append(list(map(payments_json, c.refunds)))
     if connection.vendor == "postgresql":
         # The proposal's own partition, indexed after the COPY; it replaces the lines of the
         # proposal prepared before, if any (refunds_admin/db/, docs/performance.md).
@@ -139,13 +149,13 @@ def _insert_lines(
             PayoutLine,
             "proposal_id",
             proposal.pk,
-            _LINE_COLUMNS,
+            names,
             data,
             meanwhile=meanwhile,
             local_indexes=LINE_PARTITION_INDEXES,
         )
     PayoutLine.objects.filter(proposal=proposal)._raw_delete(proposal._state.db)
-    return insert_columns(PayoutLine, _LINE_COLUMNS, data, meanwhile=meanwhile)
+    return insert_columns(PayoutLine, names, data, meanwhile=meanwhile)
 
 
 def _stale_reasons(
