@@ -39,5 +39,7 @@ def record_posted_total(proposal, *, posted_at):
             "next_prize_cents": sums[Component.NEXT_PRIZE.value] or 0,
             "chip_equity_cents": sums[Component.CHIP_EQUITY.value] or 0,
             "fee_refund_cents": sums[Component.FEE_REFUND.value] or 0,
+            "equal_share_cents": sums[Component.EQUAL_SHARE.value] or 0,
+            "bounty_refund_cents": sums[Component.BOUNTY_REFUND.value] or 0,
         },
     )

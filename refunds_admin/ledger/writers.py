@@ -13,10 +13,11 @@ from contextlib import contextmanager
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from refunds_admin.payouts.rules import fingerprint_header, fingerprint_lines
+from refunds_admin.db.keys import credit_key, credit_key_sql, key_part_sql
+from refunds_admin.proposals import fingerprint
 from refunds_admin.proposals.models import PayoutLine
 
-from .models import COMPONENT_FIELDS, Credit, credit_key
+from .models import COMPONENT_FIELDS, Credit
 
 _AMOUNT_FIELDS = [field for _, field in COMPONENT_FIELDS]
 _LINE_FIELDS = ["position", "entry_id", "player_id", *_AMOUNT_FIELDS]
@@ -33,8 +34,8 @@ def _postgres():
 # A whole proposal sorted at once -- the fingerprint orders its lines by position, the posted
 # total counts distinct players over its credits -- spills to disk under PostgreSQL's default
 # work_mem (4 MB) past a few tens of thousands of lines, and an external sort grows faster than
-# the rows: at 250k lines the fingerprint took 0.9-1.4 s, 0.7 s sorted in memory (issue 15).
-# Those few statements get this much for themselves, then the setting goes back.
+# the rows (docs/performance.md, "Sorting in memory"). Those few statements get this much for
+# themselves, then the setting goes back.
 SORT_MEMORY = "64MB"
 
 
@@ -55,77 +56,87 @@ def sort_memory():
 
 
 # ---------------------------------------------------------------------------------------------
-# The fingerprint of the stored lines: the engine's canonical fingerprint (payouts.rules), so
-# that "the lines still match what the manager approved" is checked against the very fingerprint
-# quoted at approval, not a second scheme.
+# The fingerprint of the stored lines: the engine's canonical fingerprint, so that "the lines
+# still match what the manager approved" is checked against the very fingerprint quoted at
+# approval, not a second scheme. Its SQL twin lives beside the Python form in
+# proposals/fingerprint.py.
 # ---------------------------------------------------------------------------------------------
 
-_FINGERPRINT_SQL = f"""
-SELECT encode(sha256(convert_to(
-           %(header)s || coalesce(string_agg(concat(
-               length(entry_id), ':', entry_id, length(player_id), ':', player_id,
-               buy_in_refund_cents, ',', next_prize_cents, ',', chip_equity_cents, ',',
-               fee_refund_cents, ',', total_cents, E'\\n'), '' ORDER BY position), ''),
-       'UTF8')), 'hex'),
+
+def _summary_sql(digest):
+    return f"""
+SELECT {digest},
        count(*),
        coalesce(sum({" + ".join(f"({f} > 0)::int" for f in _AMOUNT_FIELDS)}), 0),
        coalesce(sum({" + ".join(_AMOUNT_FIELDS)}), 0)
 FROM {_LINES_TABLE} WHERE proposal_id = %(proposal)s
 """
-_FINGERPRINT_FIELDS = [
-    "entry_id", "player_id", "buy_in_refund_cents", "next_prize_cents",
-    "chip_equity_cents", "fee_refund_cents", "total_cents",
-]  # fmt: skip
+
+
+# One statement per canonical form (proposals/fingerprint.py).
+_SUMMARY_SQL = {
+    fingerprint.LEGACY_DIGEST_SQL: _summary_sql(fingerprint.LEGACY_DIGEST_SQL),
+    fingerprint.POLICY_DIGEST_SQL: _summary_sql(fingerprint.POLICY_DIGEST_SQL),
+}
 
 
 def lines_summary(proposal):
     """(fingerprint, lines, credits, cents) of a proposal's stored lines; zero components are no
     credit. The fingerprint is computed in the database on PostgreSQL (no line leaves it)."""
     if _postgres():
-        header = fingerprint_header(
-            proposal.incident.tournament.external_id, proposal.currency, proposal.rule
-        )
+        # The legacy or the policy form of the fingerprint, as the proposal has it.
+        digest, header = fingerprint.digest_sql(proposal)
         with sort_memory(), connection.cursor() as cursor:
-            cursor.execute(_FINGERPRINT_SQL, {"header": header, "proposal": proposal.pk})
-            fingerprint, lines, credits, cents = cursor.fetchone()
-        return fingerprint, lines, int(credits), int(cents)
+            cursor.execute(_SUMMARY_SQL[digest], {"header": header, "proposal": proposal.pk})
+            digest, lines, credits, cents = cursor.fetchone()
+        return digest, lines, int(credits), int(cents)
     return lines_summary_in_python(proposal)
 
 
 def lines_summary_in_python(proposal):
-    rows = list(
-        PayoutLine.objects.filter(proposal_id=proposal.pk)
-        .order_by("position")
-        .values_list(*_FINGERPRINT_FIELDS)
+    amounts = [
+        amount
+        for row in PayoutLine.objects.filter(proposal_id=proposal.pk).values_list(*_AMOUNT_FIELDS)
+        for amount in row
+    ]
+    lines = PayoutLine.objects.filter(proposal_id=proposal.pk).count()
+    return (
+        fingerprint.python_fingerprint(proposal),
+        lines,
+        sum(1 for a in amounts if a > 0),
+        sum(amounts),
     )
-    fingerprint = fingerprint_lines(
-        proposal.incident.tournament.external_id, proposal.currency, proposal.rule, iter(rows)
-    )
-    amounts = [amount for row in rows for amount in row[2:6]]
-    return fingerprint, len(rows), sum(1 for a in amounts if a > 0), sum(amounts)
 
 
 # ---------------------------------------------------------------------------------------------
 # Booking one chunk
 # ---------------------------------------------------------------------------------------------
 
-# The entry's part of the key is computed once per line, not once per credit, and the common
-# case (an id that needs no percent-encoding) is tested inline: ledger_key_part() is a SQL
-# function PostgreSQL cannot inline (its body has a subquery), and calling it for each of 300k
-# credits cost 2.3 s of a 100k-line posting (issue 15; docs/performance.md). Same keys: the
-# function itself returns the id unchanged in that case.
+# The entry's part of the key is computed once per line, not once per credit (key_part_sql:
+# the common case inline, refunds_admin/db/keys.py, where its Python twin credit_key lives).
 _VALUES = ", ".join(f"('{component}', c.{field})" for component, field in COMPONENT_FIELDS)
-_CHUNK_SQL = f"""
+
+
+def _chunk_sql(*, skip_booked: bool) -> str:
+    """The one statement that books a chunk: its lines, their credits, inserted.
+
+    With `skip_booked` False it is a plain INSERT, for a chunk none of whose credits is booked
+    yet -- the normal case: a chunk's credits commit together with the job's progress past it,
+    so a run continues after them. ON CONFLICT DO NOTHING costs a speculative insertion per
+    credit (docs/performance.md, "Posting"); a key already booked (a redelivered chunk) makes the
+    plain INSERT fail as a whole, and the chunk is booked again with `skip_booked`. The primary
+    key is what makes a credit posted exactly once, in both statements.
+    """
+    on_conflict = "ON CONFLICT (key) DO NOTHING" if skip_booked else ""
+    key = credit_key_sql("%(proposal)s::text", "c.key_part", "v.component")
+    return f"""
 WITH chunk AS (
-    SELECT {", ".join(_LINE_FIELDS)},
-           CASE WHEN entry_id ~ '^[A-Za-z0-9._~-]*$' THEN entry_id
-                ELSE ledger_key_part(entry_id) END AS key_part
+    SELECT {", ".join(_LINE_FIELDS)}, {key_part_sql("entry_id")} AS key_part
     FROM {_LINES_TABLE}
     WHERE proposal_id = %(proposal)s AND position > %(after)s
     ORDER BY position LIMIT %(size)s
 ), credits AS (
-    SELECT 'proposal-' || %(proposal)s::text || '/' || c.key_part || '/' || v.component AS key,
-           c.entry_id, c.player_id, v.component, v.amount
+    SELECT {key} AS key, c.entry_id, c.player_id, v.component, v.amount
     FROM chunk c CROSS JOIN LATERAL (VALUES {_VALUES}) AS v(component, amount)
     WHERE v.amount > 0
 ), booked AS (
@@ -133,7 +144,7 @@ WITH chunk AS (
                                amount_cents, created_at)
     SELECT key, %(proposal)s, entry_id, component, player_id, %(currency)s, amount, %(now)s
     FROM credits
-    ON CONFLICT (key) DO NOTHING
+    {on_conflict}
     RETURNING 1
 )
 SELECT (SELECT max(position) FROM chunk),
@@ -141,14 +152,10 @@ SELECT (SELECT max(position) FROM chunk),
        (SELECT coalesce(sum(amount), 0) FROM credits),
        (SELECT count(*) FROM booked)
 """
-# The same statement as a plain INSERT, for a chunk none of whose credits is booked yet -- the
-# normal case: a chunk's credits commit together with the job's progress past it, so a run
-# continues after them. ON CONFLICT DO NOTHING costs a speculative insertion per credit (about
-# 1 s per 100k lines here); a key already booked (a redelivered chunk) makes the plain INSERT
-# fail as a whole, and the chunk is booked again with ON CONFLICT DO NOTHING. The primary key
-# is what makes a credit posted exactly once, in both statements.
-_FRESH_CHUNK_SQL = _CHUNK_SQL.replace("    ON CONFLICT (key) DO NOTHING\n", "")
-assert _FRESH_CHUNK_SQL != _CHUNK_SQL
+
+
+_CHUNK_SQL = _chunk_sql(skip_booked=True)
+_FRESH_CHUNK_SQL = _chunk_sql(skip_booked=False)
 _UNIQUE_VIOLATION = "23505"
 
 

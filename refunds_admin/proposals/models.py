@@ -134,7 +134,7 @@ class PayoutLine(models.Model):
     """One entry's line of a proposal, in snapshot order. Eliminated entries get a zero line."""
 
     # Written 100k rows at a time by COPY: the foreign key is checked once per statement by a
-    # trigger (migration 0002, refunds_admin/bulk.py) rather than once per row, and there is no
+    # trigger (migration 0002, refunds_admin/db/) rather than once per row, and there is no
     # separate index on proposal_id because the unique (proposal, entry_id) index starts with it.
     proposal = models.ForeignKey(
         PayoutProposal,
@@ -155,6 +155,18 @@ class PayoutLine(models.Model):
     fee_refund_cents = models.BigIntegerField()
     total_cents = models.BigIntegerField()
     capped = models.BooleanField(default=False)
+    # The policy's components beyond payout-rules.md (policies.md): the line's equal share of
+    # the equity pool, and the bounty refunded (the bounty on an active head under rule 2, the
+    # knockout part paid under rule 1). Zero where they do not apply; database defaults too,
+    # for COPY writers that do not name them.
+    equal_share_cents = models.BigIntegerField(default=0, db_default=0)
+    bounty_refund_cents = models.BigIntegerField(default=0, db_default=0)
+    # A rule-1 line returned in the form paid (refund_form "as_paid", some part not cash): its
+    # entry's paid_with in order, [{"method", "amount_cents", "ticket_id"?}]; null when the
+    # whole line is paid in cash. A ticket appears once in the whole snapshot, so
+    # (proposal, entry, ticket_id) -- or, for other methods, (proposal, entry, method, index in
+    # this list) -- is a stable key for crediting each part once (docs/formats.md).
+    refunds = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["proposal", "position"]
@@ -169,20 +181,26 @@ class PayoutLine(models.Model):
                 name="line_amounts_not_negative",
             ),
             models.CheckConstraint(
+                condition=Q(equal_share_cents__gte=0) & Q(bounty_refund_cents__gte=0),
+                name="line_policy_amounts_not_negative",
+            ),
+            models.CheckConstraint(
                 condition=Q(
                     total_cents=F("buy_in_refund_cents")
                     + F("next_prize_cents")
                     + F("chip_equity_cents")
                     + F("fee_refund_cents")
+                    + F("equal_share_cents")
+                    + F("bounty_refund_cents")
                 ),
-                name="line_total_is_sum",
+                name="line_total_is_sum_of_six",
             ),
         ]
         # The breakdown's lookup and sort indexes are the partitions' own: see
         # LINE_PARTITION_INDEXES below.
 
 
-# Each proposal's lines are one partition of this table (PostgreSQL; refunds_admin/bulk.py,
+# Each proposal's lines are one partition of this table (PostgreSQL; refunds_admin/db/,
 # docs/performance.md). These indexes are built on each partition after its COPY, and only
 # there: a partition holds one proposal, so they need no proposal_id column in front, which
 # makes each one narrower and a third quicker to build (its first column varies, so PostgreSQL

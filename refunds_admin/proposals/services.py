@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import partial
+from operator import truth
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.exceptions import PermissionDenied
@@ -25,7 +26,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import Same, copy_into_partition, insert_columns
+from refunds_admin.db import Same, copy_into_partition, insert_columns
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.incidents.models import Incident
 from refunds_admin.incidents.services import rule_sentence
@@ -43,11 +44,11 @@ from refunds_admin.policies.models import PolicyVersion
 from refunds_admin.recent import Recent
 from refunds_admin.tournaments.models import Snapshot as SnapshotRow
 from refunds_admin.tournaments.models import Tournament
-from refunds_admin.tournaments.services import current_snapshot, engine_snapshot
+from refunds_admin.tournaments.services import current_snapshot, engine_snapshot, payments_json
 
 from . import figures as proposal_figures
 from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
-from .posting import configured_wallet, queue_posting
+from .posting_order import configured_wallet, queue_posting
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -111,6 +112,9 @@ LINE_FIELDS = (
     "fee_refund_cents",
     "total_cents",
     "capped",
+    "equal_share_cents",
+    "bounty_refund_cents",
+    "refunds",
 )
 _LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS)
 
@@ -123,10 +127,13 @@ def _insert_lines(
     data = (
         Same(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund, c.total, c.capped,
+        c.equal_share, c.bounty_refund,
+        # Most proposals return nothing in a form other than cash: one constant, no list.
+        list(map(payments_json, c.refunds)) if any(map(truth, c.refunds)) else Same(None),
     )  # fmt: skip
     if connection.vendor == "postgresql":
         # The proposal's own partition, indexed after the COPY; it replaces the lines of the
-        # proposal prepared before, if any (refunds_admin/bulk.py, docs/performance.md).
+        # proposal prepared before, if any (refunds_admin/db/, docs/performance.md).
         return copy_into_partition(
             PayoutLine,
             "proposal_id",
@@ -264,7 +271,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     )
 
     def figures_and_fingerprint() -> tuple[dict[str, Any], str]:
-        # Pure computation, run while PostgreSQL builds the lines' indexes (bulk.py).
+        # Pure computation, run while PostgreSQL builds the lines' indexes (refunds_admin/db/).
         figures = _figures(result, parsed, snapshot, policy_version.engine().management_finding)
         if previous is not None and old is not None:
             figures["changes"] = proposal_figures.changes(old, result.columns) | {
@@ -388,6 +395,7 @@ def approve_proposal(
         )
     tournament.refresh_from_db()
     _refuse_if_stale(fresh, fresh.incident, tournament, "approved")
+    _refuse_non_cash_refunds(fresh)
     now = timezone.now()
     # The posting order: the wallet this approval pays into, as this process is configured.
     wallet, wallet_identity = configured_wallet()
@@ -433,6 +441,32 @@ def approve_proposal(
     # it again if the broker was down.
     transaction.on_commit(partial(queue_posting, proposal.pk))
     return proposal
+
+
+# Until the wallet returns tickets and tournament money (issue 20), posting knows cash only.
+NON_CASH_NOT_YET = "returning tickets and tournament money through the wallet is not available yet"
+
+
+def non_cash_refusal(proposal: PayoutProposal) -> str | None:
+    """Why the proposal cannot be approved yet, if it returns entries in the form they paid
+    (tickets, tournament money): a rule-1 proposal under refund_form "as_paid". None if not."""
+    non_cash = PayoutLine.objects.filter(proposal=proposal, refunds__isnull=False)
+    count = non_cash.count()
+    if not count:
+        return None
+    first = non_cash.order_by("position").values_list("entry_id", flat=True).first()
+    return (
+        f"Proposal {proposal.pk} cannot be approved: {count} "
+        f"entr{'y is' if count == 1 else 'ies are'} refunded in the form paid (tickets or "
+        f"tournament money; first: entry {first}), and {NON_CASH_NOT_YET}. The cash parts "
+        "alone would not be what the policy promises."
+    )
+
+
+def _refuse_non_cash_refunds(proposal: PayoutProposal) -> None:
+    refusal = non_cash_refusal(proposal)
+    if refusal:
+        raise Refused(refusal)
 
 
 @transaction.atomic
@@ -513,6 +547,9 @@ _LINE_FIELDS = (
     ("fee_refund_cents", "fee_refund"),
     ("total_cents", "total"),
     ("capped", "capped"),
+    ("equal_share_cents", "equal_share"),
+    ("bounty_refund_cents", "bounty_refund"),
+    ("refunds", "refunds"),
 )
 MAX_DIFFERENCES = 20
 
@@ -573,10 +610,12 @@ def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
     count = 0
     for count, (row, line) in enumerate(zip(stored, result.lines, strict=False), start=1):
         for value, (_column, attr) in zip(row, _LINE_FIELDS, strict=True):
-            if value != getattr(line, attr) and len(differences) < MAX_DIFFERENCES:
+            computed = getattr(line, attr)
+            if attr == "refunds":
+                computed = payments_json(computed)
+            if value != computed and len(differences) < MAX_DIFFERENCES:
                 differences.append(
-                    f"line {count} ({line.entry_id}) {attr}: stored {value}, recomputed "
-                    f"{getattr(line, attr)}"
+                    f"line {count} ({line.entry_id}) {attr}: stored {value}, recomputed {computed}"
                 )
     if proposal.lines_count != len(result.lines) or count != len(result.lines):
         differences.append(

@@ -14,7 +14,7 @@ import json
 import re
 import secrets
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
@@ -26,7 +26,7 @@ from refunds_admin import payouts as engine
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import Same, copy_into_partition, insert_columns
+from refunds_admin.db import Same, copy_into_partition, insert_columns
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import SnapshotError, parse_snapshot, paused_gc, stored
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
@@ -34,7 +34,17 @@ from refunds_admin.policies import services as policies
 from refunds_admin.policies.models import PolicyVersion
 from refunds_admin.recent import Recent
 
-from .models import ApiClient, Entry, PrizePlace, Snapshot, Tournament
+from .models import (
+    FORMATS,
+    KNOCKOUT,
+    PAID_WITH,
+    REBUYS,
+    ApiClient,
+    Entry,
+    PrizePlace,
+    Snapshot,
+    Tournament,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -114,10 +124,10 @@ def _require_importer(acting_user: User | None) -> None:
 
 
 # The collector paused: an import builds hundreds of thousands of small objects and no cycles,
-# and each full collection would walk them all (0.1-0.3 s apiece for 100k entries).
+# and each full collection would walk them all (docs/performance.md, "The collector").
 @paused_gc()
 @transaction.atomic
-def import_snapshot(
+def _import_snapshot(
     raw: bytes | str | dict[str, Any], *, acting_user: User | None, source: str
 ) -> Snapshot:
     """Validate a `tournament-snapshot/1` document and store it as the tournament's next version.
@@ -126,8 +136,8 @@ def import_snapshot(
     `raw` is the document as received (bytes or str; it is stored byte for byte with its
     SHA-256). Importing the `external_id` of a known tournament adds a snapshot version (the
     incident may still be open while the platform sends a better snapshot: views, the API and
-    commands call `incidents.services.import_snapshot`, which keeps that incident's rule in
-    step with the new version); once a proposal was
+    commands call `incidents.services.import_snapshot`, the only caller of this one, which keeps
+    that incident's rule in step with the new version); once a proposal was
     approved the tournament is frozen and a re-import is refused. Importing exactly the document
     of the current version again changes nothing and returns that version, so that a retried API
     call does not pile up identical versions.
@@ -150,7 +160,7 @@ def import_snapshot(
 
 
 def _compressed_and_hashed(text: str) -> tuple[bytes, str]:
-    """The document as stored (zlib, fastest level: 14 MB become 2 MB in 0.1 s) and its SHA-256."""
+    """The document as stored (zlib, fastest level: docs/performance.md) and its SHA-256."""
     data = text.encode("utf-8")
     return zlib.compress(data, 1), hashlib.sha256(data).hexdigest()
 
@@ -163,12 +173,16 @@ def _store(
     acting_user: User | None,
     source: str,
 ) -> Snapshot:
+    formats = formats_of(parsed)
     fields = {
         "name": parsed.name,
         "currency": parsed.currency,
         "buy_in_cents": parsed.buy_in,
         "fee_cents": parsed.fee,
         "starts_at": parsed.starts_at.at,
+        "bounty_cents": parsed.bounty,
+        "guarantee_cents": parsed.guarantee,
+        "formats": formats,
     }
     tournament = (
         Tournament.objects.select_for_update().filter(external_id=parsed.external_id).first()
@@ -211,6 +225,7 @@ def _store(
         document_zlib=document_zlib,
         sha256=sha256,
         source=source,
+        formats=formats,
         entries_count=len(parsed.columns.entry_id),
         active_count=active,
         imported_by=acting_user if acting_user and acting_user.is_authenticated else None,
@@ -234,7 +249,11 @@ def _store(
     # The compact form of the parsed snapshot (payouts/stored.py) is built while PostgreSQL
     # indexes the entries.
     snapshot.parsed = _insert_entries(
-        snapshot, parsed.columns, parsed.emails, meanwhile=lambda: stored.dump(parsed)
+        snapshot,
+        parsed.columns,
+        parsed.emails,
+        formats=formats,
+        meanwhile=lambda: stored.dump(parsed),
     )
     Snapshot.objects.filter(pk=snapshot.pk).update(parsed=snapshot.parsed)
     tournament.current_snapshot = snapshot
@@ -277,7 +296,37 @@ ENTRY_COLUMNS_IN_DB = (
     "finish_place",
     "prize_awarded_cents",
     "email",
+    "rebuys_paid_cents",
+    "rebuy_fees_paid_cents",
+    "bounty_paid_cents",
+    "bounty_cents",
+    "bounties_won_cents",
+    "paid_with",
 )
+
+
+def formats_of(parsed: engine.Snapshot) -> list[str]:
+    """What the snapshot uses beyond a freeze-out paid in cash (models.FORMATS), from the
+    engine's columns: the screens show those columns only then."""
+    c = parsed.columns
+    uses = {
+        KNOCKOUT: parsed.bounty is not None,
+        REBUYS: any(c.rebuys_paid) or any(c.rebuy_fees_paid),
+        PAID_WITH: any(p is not None for p in c.paid_with),
+    }
+    return [name for name in FORMATS if uses[name]]
+
+
+def payments_json(payments: tuple[engine.Payment, ...] | None) -> list[dict[str, Any]] | None:
+    """An entry's `paid_with` (or a line's `refunds`) as stored: a list of
+    {"method", "amount_cents", "ticket_id" (tickets only)}, in the snapshot's order."""
+    if payments is None:
+        return None
+    return [
+        {"method": p.method, "amount_cents": p.amount}
+        | ({"ticket_id": p.ticket_id} if p.ticket_id is not None else {})
+        for p in payments
+    ]
 
 
 _T = TypeVar("_T")
@@ -293,19 +342,30 @@ def _insert_entries(
     columns: EntryColumns,
     emails: dict[str, str] | None = None,
     *,
+    formats: Collection[str] = FORMATS,
     meanwhile: Callable[[], _T],
 ) -> _T:
     """Write the entries in snapshot order (COPY on PostgreSQL), from the engine's columns;
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
-    message is position 4. Returns `meanwhile()`, run while PostgreSQL indexes them."""
+    message is position 4. Returns `meanwhile()`, run while PostgreSQL indexes them.
+
+    The format columns a snapshot does not use (`formats`, see formats_of) go as one constant
+    each, so that a plain snapshot costs what it always did."""
     c = columns
+    knockout, rebuys = KNOCKOUT in formats, REBUYS in formats
     data = (
         Same(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
         list(map(_email_of(emails or {}), c.entry_id)) if emails else Same(""),
+        c.rebuys_paid if rebuys else Same(0),
+        c.rebuy_fees_paid if rebuys else Same(0),
+        c.bounty_paid if knockout else Same(0),
+        c.bounty if knockout else Same(0),
+        c.bounties_won if knockout else Same(None),
+        list(map(payments_json, c.paid_with)) if PAID_WITH in formats else Same(None),
     )  # fmt: skip
     if connection.vendor == "postgresql":
-        # The snapshot's own partition, indexed after the COPY (refunds_admin/bulk.py,
+        # The snapshot's own partition, indexed after the COPY (refunds_admin/db/,
         # docs/performance.md): a new snapshot version never has entries yet.
         return copy_into_partition(
             Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, data, meanwhile=meanwhile
@@ -338,9 +398,20 @@ ENTRY_COLUMNS = (
     "finish_place",
     "prize_awarded",
     "email",
+    # Tournament formats (policies.md), all optional: amounts like the others, and paid_with
+    # written "ticket TKT-88121 55.00; cash 11.00" (see PAID_WITH_SYNTAX).
+    "rebuys_paid",
+    "rebuy_fees_paid",
+    "bounty_paid",
+    "bounty",
+    "bounties_won",
+    "paid_with",
 )
 ENTRY_REQUIRED = ("entry_id", "player_id", "status")
 ENTRY_INTEGERS = ("chips", "finish_place")
+# One cell for an entry's payments: parts separated by ";", each "method amount", a ticket
+# "ticket TICKET-ID amount". The engine checks methods, amounts, ticket ids and the sum.
+PAID_WITH_SYNTAX = '"ticket TKT-88121 55.00; cash 11.00"'
 
 # The prize table CSV: `place` is one place ("1") or an inclusive range ("10-18"; a `places`
 # column is accepted as a synonym), `amount` the cash value, `non_cash` yes/no (a package or a
@@ -350,7 +421,7 @@ PRIZE_REQUIRED = ("place", "amount")
 
 # The tournament fields typed in the form.
 TOURNAMENT_FIELDS = ("external_id", "name", "currency", "buy_in", "fee", "starts_at")
-TOURNAMENT_OPTIONAL = ("chips_in_play",)
+TOURNAMENT_OPTIONAL = ("chips_in_play", "bounty", "guarantee")
 
 # At most 19 digits: every number the format holds fits a 64-bit integer (the engine then checks
 # the column's own range); a longer one is refused before int() spends time on it.
@@ -455,11 +526,36 @@ def _entries_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], P
                     )
                     continue
                 entry[name] = int(value)
+            elif name == "paid_with":
+                payments = _payments_from_cell(value)
+                if isinstance(payments, str):
+                    problems.append((f"{label}, paid_with", payments))
+                    continue
+                entry[name] = payments
             else:
                 entry[name] = value
         entries.append(entry)
         where.append(label)
     return entries, where, problems
+
+
+def _payments_from_cell(cell: str) -> list[dict[str, str]] | str:
+    """The `paid_with` list of one CSV cell, or what is wrong with the cell's layout."""
+    payments = []
+    for n, part in enumerate(cell.split(";"), start=1):
+        words = part.split()
+        if not words:
+            return f"part {n} is empty; write {PAID_WITH_SYNTAX}"
+        if len(words) not in (2, 3) or (len(words) == 3) != (words[0] == "ticket"):
+            return (
+                f'part {n} {part.strip()[:40]!r} is not "method amount" (a ticket: '
+                f'"ticket TICKET-ID amount"); write {PAID_WITH_SYNTAX}'
+            )
+        payment = {"method": words[0], "amount": words[-1]}
+        if len(words) == 3:
+            payment["ticket_id"] = words[1]
+        payments.append(payment)
+    return payments
 
 
 def _prizes_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], Problems]:
@@ -503,6 +599,10 @@ def _tournament_from_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], 
         if hasattr(value, "isoformat"):
             value = value.isoformat()
         tournament[name] = str(value).strip()
+    for name in ("bounty", "guarantee"):
+        value = fields.get(name)
+        if value is not None and str(value).strip() != "":
+            tournament[name] = str(value).strip()
     chips = fields.get("chips_in_play")
     if chips is not None and str(chips).strip() != "":
         if isinstance(chips, int) or _INTEGER.match(str(chips).strip()):
@@ -513,7 +613,9 @@ def _tournament_from_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], 
 
 
 # The engine names a field `entries[4] (e5).chips` or `tournament.prizes[2].amount`.
-_ENGINE_FIELD = re.compile(r"^(entries|tournament\.prizes)\[(\d+)\](?: \(.*\))?(?:\.([a-z_]+))?$")
+_ENGINE_FIELD = re.compile(
+    r"^(entries|tournament\.prizes)\[(\d+)\](?: \(.*?\))?(?:\.([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+)?))?$"
+)
 
 
 def _csv_where(field: str, entry_where: list[str], prize_where: list[str]) -> str:
@@ -592,7 +694,7 @@ def snapshot_document_from_csv(
 
 
 @transaction.atomic
-def import_csv(
+def _import_csv(
     entries_csv: CsvData,
     prizes_csv: CsvData,
     fields: Mapping[str, Any],

@@ -121,3 +121,11 @@ def policy_condition(policy):
 def policy_finding(version):
     """A PolicyVersion's words for management's finding (its `management_finding`)."""
     return version.engine().management_finding if version is not None else ""
+
+
+@register.filter
+def payments(parts, currency=""):
+    """An entry's paid_with or a line's refunds: "ticket TKT-88121 $55.00 + cash $11.00"."""
+    from refunds_admin.web.queries import payments_text
+
+    return payments_text(parts, currency)

@@ -121,6 +121,13 @@ def tournament_detail(request, pk):
         "prizes": snapshot.prize_places.all() if snapshot else [],
         "page": page,
         "q": q,
+        # The entries table's width: 7 columns, and those of the formats the snapshot uses.
+        "entry_columns": 7
+        + (
+            3 * snapshot.uses_knockout + snapshot.uses_rebuys + snapshot.uses_paid_with
+            if snapshot
+            else 0
+        ),
         "incidents": tournament.incidents.all(),
         # Which policy applies and why; a manager may change it until a proposal is approved.
         "policy": tournament.policy_version.engine(),
