@@ -145,11 +145,16 @@ def shot(page, name, max_height=1500):
     """Save <name>.png in SCREENSHOTS: the page from the top, at most `max_height` pixels."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
+    scrolled = page.evaluate("window.scrollY")
     page.screenshot(
         path=str(SCREENSHOTS / f"{name}.png"),
         full_page=True,
         clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": height},
     )
+    # A full-page screenshot resizes the viewport and back, and Chromium reports another scroll
+    # position than the one it goes back to at the next mouse press: a click after it would
+    # land beside its target. Scroll back to where the page was, explicitly.
+    page.evaluate("y => window.scrollTo(0, y)", scrolled)
 
 
 def shot_of(locator, name):
