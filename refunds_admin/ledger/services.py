@@ -47,6 +47,7 @@ from refunds_admin.proposals.posting import (
 )
 
 from .models import CashierDelivery, Component, Credit, PostingJob
+from .reconciliation import compare
 from .summary import record_posted_total
 from .wallets import (
     CashierRefused,
@@ -440,9 +441,16 @@ def _deliver_all(job, wallet):
                 Credit.objects.filter(proposal_id=proposal.pk, key__gt=last_key)
                 .exclude(delivery__state=CashierDelivery.State.APPLIED)
                 .order_by("key")
-                .values("key", "entry_id", "component", "player_id", "currency", "amount_cents")[
-                    :page
-                ]
+                .values(
+                    "key",
+                    "entry_id",
+                    "component",
+                    "player_id",
+                    "currency",
+                    "amount_cents",
+                    "method",
+                    "ticket_id",
+                )[:page]
             )
             if not credits:
                 return
@@ -851,6 +859,14 @@ def reconcile(proposal_ids: list[int] | None = None) -> list[dict]:
             "cashier_cents": None,
             "problems": [],
         }
+        row["by_method"] = {
+            method: {"ledger_cents": cents, "cashier_cents": None}
+            for method, cents in Credit.objects.filter(proposal_id=proposal.pk)
+            .values("method")
+            .annotate(cents=Sum("amount_cents"))
+            .order_by("method")
+            .values_list("method", "cents")
+        }
         if proposal.status == Status.POSTED and row["booked_cents"] != proposal.total_cents:
             row["problems"].append("posted, but the ledger differs from the approved total")
         if row["booked_cents"] > proposal.total_cents:
@@ -871,26 +887,23 @@ def reconcile(proposal_ids: list[int] | None = None) -> list[dict]:
 
 
 def _compare_with_cashier(proposal, cashier, row):
+    """Per credit, per method and per ticket (ledger.reconciliation)."""
     try:
         held = cashier.credits_for(f"proposal {proposal.pk} ")
     except (CashierUnavailable, CashierStopped) as exc:
         row["problems"].append(f"cashier unreachable: {exc}")
         return
     row["cashier_cents"] = sum(c["amount_cents"] for c in held)
-    ours = dict(Credit.objects.filter(proposal_id=proposal.pk).values_list("key", "amount_cents"))
-    theirs = {}
-    twice = 0
-    for c in held:
-        twice += c["key"] in theirs
-        theirs[c["key"]] = c["amount_cents"]
-    if twice:
-        row["problems"].append(f"the cashier holds {twice} credits twice")
-    if proposal.status == Status.POSTED and theirs != ours:
-        missing = len(set(ours) - set(theirs))
-        extra = len(set(theirs) - set(ours))
-        differ = sum(1 for k in set(ours) & set(theirs) if ours[k] != theirs[k])
-        row["problems"].append(
-            f"cashier differs: {missing} missing, {extra} unknown, {differ} amounts differ"
-        )
-    elif set(theirs) - set(ours):
-        row["problems"].append("the cashier holds credits the ledger does not")
+    ours = Credit.objects.filter(proposal_id=proposal.pk).values(
+        "key", "amount_cents", "method", "ticket_id"
+    )
+    found = compare(ours, held)
+    row["by_method"] = {
+        method: {
+            "ledger_cents": found.ledger_by_method.get(method, 0),
+            "cashier_cents": found.cashier_by_method.get(method, 0),
+        }
+        for method in sorted(set(found.ledger_by_method) | set(found.cashier_by_method))
+    }
+    row["tickets"] = {"ledger": found.ledger_tickets, "cashier": found.cashier_tickets}
+    row["problems"].extend(found.problems(complete=proposal.status == Status.POSTED))
