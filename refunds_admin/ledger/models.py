@@ -312,8 +312,6 @@ class PostedTotal(models.Model):
     next_prize_cents = models.BigIntegerField()
     chip_equity_cents = models.BigIntegerField()
     fee_refund_cents = models.BigIntegerField()
-    equal_share_cents = models.BigIntegerField(default=0)
-    bounty_refund_cents = models.BigIntegerField(default=0)
     # The same money by the form it took (from the credits' methods): cash paid, tournament
     # money credited, tickets returned (how many, and their value).
     cash_cents = models.BigIntegerField(default=0)
@@ -334,8 +332,6 @@ class PostedTotal(models.Model):
                     + models.F("next_prize_cents")
                     + models.F("chip_equity_cents")
                     + models.F("fee_refund_cents")
-                    + models.F("equal_share_cents")
-                    + models.F("bounty_refund_cents")
                 ),
                 name="posted_total_is_sum_of_components",
             ),

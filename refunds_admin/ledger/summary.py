@@ -20,9 +20,11 @@ from .models import COMPONENT_FIELDS, Credit, Method, PostedTotal
 from .writers import sort_memory
 
 # The components PostedTotal has a column for (`<component>_cents`).
-PER_COMPONENT = (
-    "buy_in_refund", "next_prize", "chip_equity", "fee_refund", "equal_share", "bounty_refund",
-)  # fmt: skip
+PER_COMPONENT = tuple(
+    str(component)
+    for component, _ in COMPONENT_FIELDS
+    if any(f.name == f"{component}_cents" for f in PostedTotal._meta.fields)
+)
 
 
 def overlay_kept_cents(proposal) -> int:
