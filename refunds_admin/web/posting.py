@@ -1,5 +1,6 @@
 """The posting job's progress as the pages show it, read from ledger.services."""
 
+from refunds_admin.ledger import methods as ledger_methods
 from refunds_admin.ledger import services as ledger_services
 
 
@@ -14,4 +15,13 @@ def progress_of(proposal):
         else ((posted * 100 // total) if total else 0)
     )
     progress["done"] = progress.get("state") in ("posted", "failed")
+    # By form, once something is booked: cash, tournament money, tickets (and, with the cashier
+    # as the wallet, how many it confirmed or refused, with its reason for a human).
+    progress["cashier"] = proposal.wallet == "cashier"
+    progress["by_method"] = ledger_methods.credits_by_method(proposal.pk) if total else []
+    progress["refused"] = (
+        ledger_methods.refused_credits(proposal.pk)
+        if progress["by_method"] and any(row["refused"] for row in progress["by_method"])
+        else []
+    )
     return progress

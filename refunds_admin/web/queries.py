@@ -458,14 +458,18 @@ def player_tournaments(player_id):
 def entry_credits(proposal: Any, entry_id: str) -> list[dict[str, Any]]:
     """One entry's credits in statement order, each with its component's name and
     `cashier_reference` (the cashier's credit id once it confirmed the credit, else "")."""
-    from refunds_admin.ledger.models import COMPONENT_FIELDS, Component, Credit
+    from refunds_admin.ledger.models import COMPONENT_FIELDS, REFUND_COMPONENTS, Component, Credit
 
     order = {str(component): i for i, (component, _) in enumerate(COMPONENT_FIELDS)}
+    order.update({str(c): len(order) + i for i, c in enumerate(REFUND_COMPONENTS.values())})
     names = dict(Component.choices)
     rows = [
         {
             "key": credit.key,
             "component": names.get(credit.component, credit.component),
+            "component_id": credit.component,
+            "method": credit.method,
+            "ticket_id": credit.ticket_id,
             "currency": credit.currency,
             "amount_cents": credit.amount_cents,
             "created_at": credit.created_at,
@@ -477,4 +481,4 @@ def entry_credits(proposal: Any, entry_id: str) -> list[dict[str, Any]]:
             proposal_id=proposal.pk, entry_id=entry_id
         ).select_related("delivery")
     ]
-    return sorted(rows, key=lambda row: order.get(str(row["key"]).rsplit("/", 1)[-1], 99))
+    return sorted(rows, key=lambda row: (order.get(str(row["component_id"]), 99), row["ticket_id"]))
