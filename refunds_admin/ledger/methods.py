@@ -1,6 +1,8 @@
 """Reading the ledger by the form the money took (cash, tournament money, tickets): what the
 posting page and the player lookup show. Read-only."""
 
+from typing import Any
+
 from django.db.models import Count, Q, Sum
 
 from .models import CashierDelivery, Credit, Method
@@ -34,7 +36,7 @@ def credits_by_method(proposal_id: int) -> list[dict]:
     return out
 
 
-def refused_credits(proposal_id: int, limit: int = 50) -> list[dict]:
+def refused_credits(proposal_id: int, limit: int = 50) -> list[Any]:
     """The credits the cashier refused (a human must look), tickets with their ticket id, and
     the cashier's reason."""
     return list(

@@ -301,7 +301,7 @@ def _send_all(job, *, max_batches=None):
     # The engine's proposal is computed once, in this thread (it reads the database), and only
     # when there is something to send.
     maker: list[Callable[[str], str]] = []
-    forms: dict[str, list[dict]] = {}
+    forms: dict[str, list[Any]] = {}
 
     def ensure_maker():
         if not maker:
@@ -389,7 +389,7 @@ def _send_all(job, *, max_batches=None):
     return True
 
 
-def refund_forms(proposal_id) -> dict[str, list[dict]]:
+def refund_forms(proposal_id) -> dict[str, list[Any]]:
     """{entry id: its credits} for the entries of a proposal given back partly as tickets or
     tournament money (read once per job, in the calling thread); the all-cash entries are not
     in it."""
@@ -398,7 +398,7 @@ def refund_forms(proposal_id) -> dict[str, list[dict]]:
         .exclude(method=Method.CASH)
         .values_list("entry_id", flat=True)
     )
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[Any]] = {}
     if not entries:
         return out
     for credit in (
