@@ -219,7 +219,7 @@ def _one_workflow(kind, active, run, users, post):
     """Import, prepare, prepare again, approve + post one fresh tournament; seconds per step and
     the floors of the same run."""
     from refunds_admin.incidents import services as incidents
-    from refunds_admin.ledger import services as ledger
+    from refunds_admin.ledger import posting as ledger
     from refunds_admin.ledger.models import PostingJob
     from refunds_admin.proposals import services as proposals
     from refunds_admin.proposals.models import PayoutLine

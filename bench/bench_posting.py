@@ -37,7 +37,7 @@ def _approve(proposal):
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
-    from refunds_admin.ledger.services import schedule_posting
+    from refunds_admin.ledger.posting import schedule_posting
     from refunds_admin.proposals.models import PayoutProposal
 
     try:
@@ -127,7 +127,7 @@ def bench_post_100k():
             state="queued", posted=0, posted_cents=0, posted_through=-1, attempts=0
         )
         PayoutProposal.objects.filter(pk=proposal.pk).update(status="approved")
-        from refunds_admin.ledger.services import kick_posting
+        from refunds_admin.ledger.posting import kick_posting
 
         t0 = time.monotonic()
         kick_posting(proposal.pk)
@@ -190,7 +190,7 @@ def bench_cashier_throughput():
     from django.conf import settings
     from django.db import connection
 
-    from refunds_admin.ledger import services
+    from refunds_admin.ledger import posting
     from refunds_admin.ledger.models import PostingJob
     from tests.posting_support import make_approved_proposal
 
@@ -206,7 +206,7 @@ def bench_cashier_throughput():
             settings.CASHIER_URL = url
             proposal = make_approved_proposal(lines=CASHIER_CREDITS // 2, schedule=False)
             started = time.monotonic()
-            state = services.post_proposal(proposal.pk)
+            state = posting.post_proposal(proposal.pk)
             elapsed = time.monotonic() - started
             job = PostingJob.objects.get(proposal=proposal)
             stats = _cashier_stats(url)

@@ -42,7 +42,7 @@ def _wrap(module, name, label):
 
 
 def _instrument():
-    from refunds_admin.ledger import services as ledger
+    from refunds_admin.ledger import posting as ledger
     from refunds_admin.ledger import writers
     from refunds_admin.notifications import services as notes
     from refunds_admin.notifications import staff

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts import mfa
 from refunds_admin.incidents import services as incidents
-from refunds_admin.ledger import services as ledger
+from refunds_admin.ledger import posting as ledger
 from refunds_admin.payouts.money import format_cents
 from refunds_admin.proposals import services as proposals
 from refunds_admin.tournaments.models import Snapshot

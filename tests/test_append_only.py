@@ -4,7 +4,7 @@ credits, cashier deliveries only move forward, proposal lines immutable once sub
 import pytest
 from django.db import connection, transaction
 
-from refunds_admin.ledger import services
+from refunds_admin.ledger import posting
 from refunds_admin.ledger.models import CashierDelivery, Credit
 from refunds_admin.proposals import services as proposals
 from refunds_admin.proposals.models import PayoutLine
@@ -25,7 +25,7 @@ def _refused(sql, params=(), match="refused"):
 
 def test_it_refuses_to_truncate_credits(support, manager):
     proposal = approved_proposal(support, manager)
-    services.post_proposal(proposal.pk)
+    posting.post_proposal(proposal.pk)
     _refused("TRUNCATE ledger_credit CASCADE", match="append-only: TRUNCATE refused")
     assert Credit.objects.filter(proposal=proposal).exists()
 
@@ -37,11 +37,11 @@ def posted_to_a_cashier(settings, support, manager):
         settings.CASHIER_TOKEN = cashier.token
         settings.CASHIER_BACKOFF = 0.01
         proposal = approved_proposal(support, manager)
-        services.schedule_posting(proposal)
+        posting.schedule_posting(proposal)
         key = f"proposal-{proposal.pk}/e1/chip_equity"
         cashier.script = {key: ["422"]}
-        with pytest.raises(services.PostingStopped):
-            services.post_proposal(proposal.pk)
+        with pytest.raises(posting.PostingStopped):
+            posting.post_proposal(proposal.pk)
         yield proposal, key
 
 

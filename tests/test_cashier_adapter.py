@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from refunds_admin.ledger import services
+from refunds_admin.ledger import posting, selectors
 from refunds_admin.ledger.models import CashierDelivery, PostingJob
 from refunds_admin.ledger.wallets import CashierStopped, CashierUnavailable, CashierWallet
 from tests.fake_cashier import FakeCashier
@@ -91,21 +91,21 @@ def test_it_posts_a_proposal_to_the_cashier_and_reconciles(cashier, cashier_sett
     keys = sorted(expected_keys(proposal))
     cashier.script = {keys[0]: ["500"], keys[1]: ["drop"], keys[4]: ["timeout"]}
 
-    assert services.post_proposal(proposal.pk) == "posted"
+    assert posting.post_proposal(proposal.pk) == "posted"
     assert {key: cashier.times_applied(key) for key in keys} == dict.fromkeys(keys, 1)
     assert CashierDelivery.objects.filter(state="applied").count() == len(keys) == 12
-    progress = services.posting_progress(proposal)
+    progress = selectors.posting_progress(proposal)
     assert (progress["posted"], progress["posted_cents"]) == (12, proposal.total_cents)
     amount = cashier.applied[f"proposal-{proposal.pk}/e000001/chip_equity"][0]["amount"]
     assert amount == "2.50"
 
-    [row] = services.reconcile()
+    [row] = selectors.reconcile()
     assert row["ok"] and row["cashier_cents"] == proposal.total_cents
     call_command("reconcile")  # exits 0
 
     # The cashier loses a credit: reconciliation says so and the command fails.
     del cashier.applied[keys[2]]
-    [row] = services.reconcile()
+    [row] = selectors.reconcile()
     assert not row["ok"] and "1 missing" in row["problems"][0]
     with pytest.raises(CommandError):
         call_command("reconcile")
@@ -119,8 +119,8 @@ def test_it_fails_the_job_on_a_refused_credit_until_a_manager_resumes_it(
     keys = sorted(expected_keys(proposal))
     cashier.script = {keys[3]: ["422"]}
 
-    with pytest.raises(services.PostingStopped):
-        services.post_proposal(proposal.pk)
+    with pytest.raises(posting.PostingStopped):
+        posting.post_proposal(proposal.pk)
     job = PostingJob.objects.get(proposal=proposal)
     # Stopped at once, with the cashier's own reason.
     assert job.state == "failed"
@@ -131,8 +131,8 @@ def test_it_fails_the_job_on_a_refused_credit_until_a_manager_resumes_it(
     assert job.posted == CashierDelivery.objects.filter(state="applied").count() < len(keys)
 
     # The account was fixed at the cashier; a manager resumes the job.
-    services.resume_posting(proposal, acting_user=manager)
-    assert services.post_proposal(proposal.pk) == "posted"
+    posting.resume_posting(proposal, acting_user=manager)
+    assert posting.post_proposal(proposal.pk) == "posted"
     assert {key: cashier.times_applied(key) for key in keys} == dict.fromkeys(keys, 1)
 
 
@@ -140,8 +140,8 @@ def test_it_fails_the_job_on_a_refused_credit_until_a_manager_resumes_it(
 def test_it_stops_the_job_when_the_cashier_refuses_our_token(cashier, cashier_settings):
     cashier_settings.CASHIER_TOKEN = "revoked"
     proposal = make_approved_proposal(lines=5)
-    with pytest.raises(services.PostingStopped):
-        services.post_proposal(proposal.pk)
+    with pytest.raises(posting.PostingStopped):
+        posting.post_proposal(proposal.pk)
     job = PostingJob.objects.get(proposal=proposal)
     assert job.state == "failed" and "CASHIER_TOKEN" in job.last_error
     assert "(401): bad token" in job.last_error  # the cashier's reason

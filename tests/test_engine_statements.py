@@ -17,6 +17,7 @@ def test_it_explains_the_full_refund_of_an_early_failure_with_the_elapsed_time()
         "Tournament T-1 Test: cancelled\n"
         "Entry e1, player p1\n"
         "Payout rule: Rule 1: full refund\n"
+        "Policy: UltimatePoker.com tournament cancellation policy (ultimatepoker-2026, version 1)\n"
         "\n"
         "The tournament failed 12 min 30 s after the start, within 20 minutes: every registered"
         " entry is refunded its buy-in and fee.\n"

@@ -26,7 +26,7 @@ def _user(django_user_model, name, role):
 def outage(transactional_db, django_user_model, monkeypatch, settings):
     # No worker here: posting jobs stay queued in the outbox (the approval is what is tested).
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    monkeypatch.setattr("refunds_admin.ledger.services.kick_posting", lambda proposal_id: True)
+    monkeypatch.setattr("refunds_admin.ledger.posting.kick_posting", lambda proposal_id: True)
     # The batch prepare runs in this process below (prepared_outage), not queued.
     monkeypatch.setattr("refunds_admin.proposals.batches.kick_prepare", lambda run_id: None)
     preparer = _user(django_user_model, "sue_support", "support")

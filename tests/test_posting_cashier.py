@@ -12,7 +12,7 @@ from django.db import connection
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
-from refunds_admin.ledger import services
+from refunds_admin.ledger import posting, selectors
 from refunds_admin.ledger.models import (
     CashierDelivery,
     Credit,
@@ -21,6 +21,7 @@ from refunds_admin.ledger.models import (
     key_part,
     parse_credit_key,
 )
+from refunds_admin.notifications import staff
 from refunds_admin.payouts import SnapshotError, parse_snapshot
 from refunds_admin.proposals.models import PayoutProposal
 from tests.factories import approved_proposal, dumps, import_doc, snapshot_doc
@@ -74,7 +75,7 @@ def test_it_refuses_to_post_from_a_process_without_the_cashier(
     proposal = approved_proposal(support, manager)  # approved to be paid at the cashier
     with_cashier.CASHIER_URL = ""  # a web process or worker with an incomplete environment
 
-    assert services.post_proposal(proposal.pk) == "refused"
+    assert posting.post_proposal(proposal.pk) == "refused"
     job = _job(proposal)
     assert job.state == "queued" and "has no CASHIER_URL" in job.last_error
     assert cashier.url in job.last_error
@@ -83,16 +84,16 @@ def test_it_refuses_to_post_from_a_process_without_the_cashier(
 
     # Another cashier is not the job's cashier either.
     with_cashier.CASHIER_URL = "http://127.0.0.1:9/other"
-    assert services.post_proposal(proposal.pk) == "refused"
+    assert posting.post_proposal(proposal.pk) == "refused"
     assert "configured for the cashier at http://127.0.0.1:9/other" in _job(proposal).last_error
 
     # Reconciliation from such a process fails loudly rather than say "ok".
-    [row] = services.reconcile()
+    [row] = selectors.reconcile()
     assert not row["ok"] and "cannot check it" in row["problems"][0]
 
     # A process configured for the job's cashier pays it; only then is it posted.
     with_cashier.CASHIER_URL = cashier.url + "/"  # the same cashier, however it is written
-    assert services.post_proposal(proposal.pk) == "posted"
+    assert posting.post_proposal(proposal.pk) == "posted"
     job = _job(proposal)
     assert (job.posted, job.posted_cents) == (job.total, proposal.total_cents)
     assert cashier.total_cents("proposal ") == proposal.total_cents
@@ -104,8 +105,8 @@ def test_it_leaves_a_resumed_job_waiting_in_a_process_without_the_cashier(
 ):
     proposal = approved_proposal(support, manager)
     cashier.script = {credit_key(proposal.pk, "e1", "chip_equity"): ["422"]}
-    with pytest.raises(services.PostingStopped):
-        services.post_proposal(proposal.pk)
+    with pytest.raises(posting.PostingStopped):
+        posting.post_proposal(proposal.pk)
     assert _status(proposal) == "failed"
 
     # A manager resumes from a process without CASHIER_URL, where tasks run in-process.
@@ -114,7 +115,7 @@ def test_it_leaves_a_resumed_job_waiting_in_a_process_without_the_cashier(
 
     monkeypatch.setitem(app.conf, "task_always_eager", True)
     with django_capture_on_commit_callbacks(execute=True):
-        services.resume_posting(PayoutProposal.objects.get(pk=proposal.pk), acting_user=manager)
+        posting.resume_posting(PayoutProposal.objects.get(pk=proposal.pk), acting_user=manager)
     job = _job(proposal)
     assert job.state == "queued" and "has no CASHIER_URL" in job.last_error
     assert _status(proposal) == "approved"  # waiting, never posted
@@ -122,11 +123,11 @@ def test_it_leaves_a_resumed_job_waiting_in_a_process_without_the_cashier(
 
 def test_it_posts_only_when_the_cashier_confirmed_every_credit(with_cashier, support, manager):
     proposal = approved_proposal(support, manager)
-    assert services.post_proposal(proposal.pk) == "posted"
+    assert posting.post_proposal(proposal.pk) == "posted"
     job = _job(proposal)
     applied = CashierDelivery.objects.filter(credit__proposal=proposal, state="applied")
     assert applied.count() == job.total == Credit.objects.filter(proposal=proposal).count()
-    [row] = services.reconcile()
+    [row] = selectors.reconcile()
     assert row["ok"] and row["cashier_cents"] == proposal.total_cents
     call_command("reconcile")
 
@@ -135,14 +136,14 @@ def test_it_reconciles_against_the_jobs_own_cashier_whatever_this_process_says(
     with_cashier, support, manager, cashier
 ):
     proposal = approved_proposal(support, manager)
-    services.post_proposal(proposal.pk)
+    posting.post_proposal(proposal.pk)
     with_cashier.CASHIER_URL = ""
     with pytest.raises(CommandError):
         call_command("reconcile")
     # The cashier loses a credit: with the right configuration, reconcile finds it.
     with_cashier.CASHIER_URL = cashier.url
     del cashier.applied[sorted(cashier.applied)[0]]
-    [row] = services.reconcile()
+    [row] = selectors.reconcile()
     assert not row["ok"] and "1 missing" in row["problems"][0]
 
 
@@ -180,7 +181,7 @@ def test_it_pays_a_unicode_entry_id(with_cashier, support, manager, cashier):
     doc["entries"][1]["entry_id"] = "a/b c%"
     doc["entries"][0]["player_id"] = "игрок-1"
     proposal = approved_proposal(support, manager, doc=doc)
-    assert services.post_proposal(proposal.pk) == "posted"
+    assert posting.post_proposal(proposal.pk) == "posted"
 
     keys = set(Credit.objects.filter(proposal=proposal).values_list("key", flat=True))
     unicode_keys = {k for k in keys if "%E7%8E%A9" in k}
@@ -243,8 +244,8 @@ def test_it_survives_an_outage_longer_than_the_attempts_would_allow(
     proposal = approved_proposal(support, manager)
     cashier.down = True
     for retry in range(1, 6):  # more runs than POSTING_MAX_ATTEMPTS
-        with pytest.raises(services.PostingDelayed) as delayed:
-            services.post_proposal(proposal.pk)
+        with pytest.raises(posting.PostingDelayed) as delayed:
+            posting.post_proposal(proposal.pk)
         job = _job(proposal)
         assert job.state == "queued" and job.attempts == 0 and job.outage_retries == retry
         assert "waiting for the wallet" in job.last_error and "503" in job.last_error
@@ -252,7 +253,7 @@ def test_it_survives_an_outage_longer_than_the_attempts_would_allow(
     # Capped exponential backoff: 5, 10, 20, 40, 80 s by default.
     assert delayed.value.countdown == 80
     cashier.down = False
-    assert services.post_proposal(proposal.pk) == "posted"
+    assert posting.post_proposal(proposal.pk) == "posted"
     job = _job(proposal)
     assert (job.attempts, job.outage_retries, job.outage_since, job.last_error) == (0, 0, None, "")
     assert cashier.total_cents("proposal ") == proposal.total_cents
@@ -261,7 +262,7 @@ def test_it_survives_an_outage_longer_than_the_attempts_would_allow(
 def test_it_caps_the_backoff(settings):
     settings.POSTING_BACKOFF_BASE = 5
     settings.POSTING_BACKOFF_MAX = 300
-    assert [services.outage_backoff(n) for n in (1, 2, 3, 7, 8, 30)] == [5, 10, 20, 300, 300, 300]
+    assert [posting.outage_backoff(n) for n in (1, 2, 3, 7, 8, 30)] == [5, 10, 20, 300, 300, 300]
 
 
 def test_it_alerts_the_managers_when_the_outage_outlasts_its_budget(
@@ -272,16 +273,19 @@ def test_it_alerts_the_managers_when_the_outage_outlasts_its_budget(
     with_cashier.POSTING_OUTAGE_BUDGET = 0  # any outage is already too long on its second run
     proposal = approved_proposal(support, manager)
     cashier.down = True
-    with pytest.raises(services.PostingDelayed):
-        services.post_proposal(proposal.pk)
-    with django_capture_on_commit_callbacks(execute=True), pytest.raises(services.PostingStopped):
-        services.post_proposal(proposal.pk)
+    with pytest.raises(posting.PostingDelayed):
+        posting.post_proposal(proposal.pk)
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(posting.PostingStopped):
+        posting.post_proposal(proposal.pk)
     job = _job(proposal)
     assert job.state == "failed" and "outage longer than the budget" in job.last_error
     assert "503" in job.last_error
     assert _status(proposal) == "failed"
-    [message] = [m for m in mail.outbox if "outage longer than" in m.subject]
-    assert message.to == ["maria@example.test"] and f"proposal {proposal.pk}" in message.subject
+    # The failure's audit event is what tells the managers (notifications/staff.py), once.
+    staff.dispatch_events()
+    [message] = [m for m in mail.outbox if "outage longer than" in m.subject + m.body]
+    assert message.to == ["maria@example.test"] and "Posting failed" in message.subject
+    assert f"/proposals/{proposal.pk}/" in message.body and "503" in message.body
 
 
 @pytest.mark.parametrize("answer", ["409", "422"])
@@ -291,8 +295,8 @@ def test_it_stops_at_once_on_a_refused_credit_with_the_cashiers_reason(
     proposal = approved_proposal(support, manager)
     key = credit_key(proposal.pk, "e1", "chip_equity")
     cashier.script = {key: [answer]}
-    with pytest.raises(services.PostingStopped):
-        services.post_proposal(proposal.pk)
+    with pytest.raises(posting.PostingStopped):
+        posting.post_proposal(proposal.pk)
     job = _job(proposal)
     assert job.state == "failed"
     assert f"cashier refused credit {key}" in job.last_error
@@ -300,8 +304,8 @@ def test_it_stops_at_once_on_a_refused_credit_with_the_cashiers_reason(
     assert cashier.posts[key] == 1  # never resent by itself
 
     # Fixed at the cashier, a manager resumes: the same key is sent again, once.
-    services.resume_posting(proposal, acting_user=manager)
-    assert services.post_proposal(proposal.pk) == "posted"
+    posting.resume_posting(proposal, acting_user=manager)
+    assert posting.post_proposal(proposal.pk) == "posted"
     assert cashier.times_applied(key) == 1
     delivery = CashierDelivery.objects.get(credit_id=key)
     assert delivery.state == "applied"  # moved forward from failed
@@ -310,8 +314,8 @@ def test_it_stops_at_once_on_a_refused_credit_with_the_cashiers_reason(
 def test_it_stops_at_once_on_a_bad_token(with_cashier, support, manager, cashier):
     proposal = approved_proposal(support, manager)
     cashier.token = "rotated"
-    with pytest.raises(services.PostingStopped):
-        services.post_proposal(proposal.pk)
+    with pytest.raises(posting.PostingStopped):
+        posting.post_proposal(proposal.pk)
     job = _job(proposal)
     assert job.state == "failed" and "(401): bad token" in job.last_error
     assert job.attempts == 0 and cashier.applied == {}
@@ -319,7 +323,7 @@ def test_it_stops_at_once_on_a_bad_token(with_cashier, support, manager, cashier
 
 def test_a_failed_job_always_says_why(with_cashier, support, manager):
     proposal = approved_proposal(support, manager)
-    services.schedule_posting(proposal)
+    posting.schedule_posting(proposal)
     from django.db import IntegrityError, transaction
 
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -330,7 +334,7 @@ def test_it_shows_where_the_money_goes_on_the_posting_page(
     with_cashier, support, manager, cashier, client
 ):
     proposal = approved_proposal(support, manager)
-    progress = services.posting_progress(proposal)
+    progress = selectors.posting_progress(proposal)
     assert progress["state"] == "queued"  # approved, the first run not there yet
     assert progress["wallet"] == f"the cashier at {cashier.url}"
     client.force_login(manager)
@@ -350,17 +354,18 @@ def test_it_counts_a_killed_run_as_an_outage_not_an_attempt(
     settings.POSTING_CHUNK_SIZE = 2
     settings.POSTING_MAX_ATTEMPTS = 1
     proposal = approved_proposal(support, manager)
-    assert services.post_proposal(proposal.pk, max_chunks=1) == "running"  # then "killed"
+    assert posting.post_proposal(proposal.pk, max_chunks=1) == "running"  # then "killed"
     # The next run finds the job still running: the worker died. No attempt is used.
-    assert services.post_proposal(proposal.pk, max_chunks=1) == "running"
+    assert posting.post_proposal(proposal.pk, max_chunks=1) == "running"
     job = _job(proposal)
     assert (job.state, job.attempts) == ("running", 0)  # and its progress ended the outage
     assert (job.outage_retries, job.outage_since) == (0, None)
     # Killed again and again for longer than the outage budget: failed, managers alerted.
     settings.POSTING_OUTAGE_BUDGET = 60
     PostingJob.objects.filter(pk=job.pk).update(outage_since=timezone.now() - timedelta(minutes=5))
-    with django_capture_on_commit_callbacks(execute=True), pytest.raises(services.PostingStopped):
-        services.post_proposal(proposal.pk)
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(posting.PostingStopped):
+        posting.post_proposal(proposal.pk)
     job = _job(proposal)
     assert job.state == "failed" and "stopped without finishing" in job.last_error
-    assert len([m for m in mail.outbox if "outage longer than" in m.subject]) == 1
+    staff.dispatch_events()
+    assert len([m for m in mail.outbox if "outage longer than" in m.subject + m.body]) == 1

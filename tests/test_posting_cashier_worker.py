@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.db.models import Count
 
-from refunds_admin.ledger import services
+from refunds_admin.ledger import posting, selectors
 from refunds_admin.ledger.models import CashierDelivery, Credit, PostingJob
 from refunds_admin.proposals.models import PayoutProposal
 from tests.fake_cashier import FakeCashier
@@ -62,7 +62,7 @@ def assert_paid_exactly_once(proposal, cashier):
     assert set(cashier.applied) == keys and cashier.duplicates() == 0
     assert cashier.total_cents(f"proposal {proposal.pk} ") == proposal.total_cents
     assert _confirmed(proposal) == len(keys)
-    [row] = services.reconcile([proposal.pk])
+    [row] = selectors.reconcile([proposal.pk])
     assert row["ok"], row["problems"]
 
 
@@ -86,7 +86,7 @@ def test_it_pays_every_credit_once_while_workers_are_killed_repeatedly(
         # The killed run's message is not redelivered before the visibility timeout: the
         # sweeper finds the job without heartbeat and queues it again.
         wait_for(
-            lambda: services.sweep_unposted(stale_after=timedelta(0)),
+            lambda: posting.sweep_unposted(stale_after=timedelta(0)),
             timeout=30,
             message="the sweeper to queue the job again",
         )
@@ -113,7 +113,7 @@ def test_it_leaves_the_job_to_a_worker_configured_for_its_cashier(celery_worker_
 
     celery_worker_process.kill(bare)
     celery_worker_process.start(**_worker_env(cashier))
-    assert services.sweep_unposted(stale_after=timedelta(0)) == [proposal.pk]
+    assert posting.sweep_unposted(stale_after=timedelta(0)) == [proposal.pk]
     job = wait_until_posted(proposal)
     assert job.state == "posted", job.last_error
     assert_paid_exactly_once(proposal, cashier)

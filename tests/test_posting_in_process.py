@@ -49,7 +49,7 @@ def test_it_retries_then_fails_with_the_reason(settings, django_capture_on_commi
             )
     from django.db import transaction
 
-    from refunds_admin.ledger.services import schedule_posting
+    from refunds_admin.ledger.posting import schedule_posting
 
     with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         schedule_posting(proposal, actor=None)
@@ -95,7 +95,7 @@ def test_it_sweeps_only_jobs_left_waiting(
 
     from django.utils import timezone
 
-    from refunds_admin.ledger import services
+    from refunds_admin.ledger import posting
     from tests.fake_cashier import FakeCashier
 
     settings.POSTING_STALE_AFTER = 120
@@ -103,7 +103,7 @@ def test_it_sweeps_only_jobs_left_waiting(
     # Approved, but its task never reached a worker (the test's transaction never commits).
     lost = make_approved_proposal(lines=2)
     stale = make_approved_proposal(lines=2)
-    services.schedule_posting(stale)  # a job queued, never started
+    posting.schedule_posting(stale)  # a job queued, never started
     # An outage: its job waits for a backoff of ten minutes.
     settings.POSTING_BACKOFF_BASE = settings.POSTING_BACKOFF_MAX = 600
     with FakeCashier() as cashier:
@@ -111,14 +111,14 @@ def test_it_sweeps_only_jobs_left_waiting(
         settings.CASHIER_MAX_TRIES, settings.CASHIER_BACKOFF = 1, 0
         backing_off = make_approved_proposal(lines=2)
         cashier.down = True
-        with pytest.raises(services.PostingDelayed):
-            services.post_proposal(backing_off.pk)
+        with pytest.raises(posting.PostingDelayed):
+            posting.post_proposal(backing_off.pk)
     settings.CASHIER_URL = ""
     time_machine.shift(timedelta(minutes=5))  # ... five minutes ago
     fresh = make_approved_proposal(lines=2)  # approved a moment ago: its task is on its way
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert sorted(services.sweep_unposted()) == sorted([lost.pk, stale.pk])
+        assert sorted(posting.sweep_unposted()) == sorted([lost.pk, stale.pk])
     states = dict(PostingJob.objects.values_list("proposal_id", "state"))
     assert states == {lost.pk: "posted", stale.pk: "posted", backing_off.pk: "queued"}
     assert not PostingJob.objects.filter(proposal=fresh).exists()

@@ -18,7 +18,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from refunds_admin.ledger import services, writers
+from refunds_admin.ledger import posting, writers
 from refunds_admin.ledger.models import Credit, PostingJob
 from tests.posting_support import expected_keys, make_approved_proposal
 
@@ -76,7 +76,7 @@ class Posting(RuleBasedStateMachine):
 
     @rule()
     def post_a_chunk(self):
-        services.post_proposal(self.proposal.pk, max_chunks=1)
+        posting.post_proposal(self.proposal.pk, max_chunks=1)
 
     @precondition(lambda self: not self.posted())
     @rule()
@@ -87,8 +87,8 @@ class Posting(RuleBasedStateMachine):
             real(*args, **kwargs)
             raise Crash("worker killed")
 
-        with mock.patch.object(services, "book_chunk", book_then_die), pytest.raises(Crash):
-            services.post_proposal(self.proposal.pk)
+        with mock.patch.object(posting, "book_chunk", book_then_die), pytest.raises(Crash):
+            posting.post_proposal(self.proposal.pk)
 
     @rule(after=st.integers(min_value=-1, max_value=12), size=st.integers(1, 5))
     def redeliver_from_a_stale_position(self, after, size):
@@ -98,7 +98,7 @@ class Posting(RuleBasedStateMachine):
 
     @rule(chunks=st.integers(1, 3))
     def redeliver_the_task(self, chunks):
-        services.post_proposal(self.proposal.pk, max_chunks=chunks)
+        posting.post_proposal(self.proposal.pk, max_chunks=chunks)
 
     @invariant()
     def never_more_than_approved(self):
@@ -111,7 +111,7 @@ class Posting(RuleBasedStateMachine):
     def teardown(self):
         if getattr(self, "proposal", None) is None:
             return
-        assert services.post_proposal(self.proposal.pk) == "posted"
+        assert posting.post_proposal(self.proposal.pk) == "posted"
         keys, total = self.ledger()
         assert keys == expected_keys(self.proposal)
         assert total == self.proposal.total_cents

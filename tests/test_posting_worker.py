@@ -13,7 +13,7 @@ import pytest
 from django.db import transaction
 from django.db.models import Count, Sum
 
-from refunds_admin.ledger import services
+from refunds_admin.ledger import posting
 from refunds_admin.ledger.models import Credit, PostingJob
 from refunds_admin.ledger.tasks import post_proposal
 from refunds_admin.proposals.models import PayoutProposal
@@ -80,7 +80,7 @@ def test_it_books_every_credit_once_after_the_worker_is_killed_mid_chunk(
         )
         worker = celery_worker_process.start(POSTING_CHUNK_SIZE=chunk)
         with transaction.atomic():
-            services.schedule_posting(proposal, actor=None)
+            posting.schedule_posting(proposal, actor=None)
         backend = wait_for(
             lambda: _blocked_backend(dbname), message="the worker to block mid-chunk"
         )
@@ -105,7 +105,7 @@ def test_it_books_every_credit_once_after_the_worker_is_killed_mid_chunk(
 
     # A new worker, and the sweeper finding the job without heartbeat, finish it.
     celery_worker_process.start(POSTING_CHUNK_SIZE=chunk)
-    assert services.sweep_unposted(stale_after=timedelta(0)) == [proposal.pk]
+    assert posting.sweep_unposted(stale_after=timedelta(0)) == [proposal.pk]
     job = wait_until_posted(proposal)
     assert job.state == "posted", job.last_error
     assert_posted_exactly_once(proposal)
@@ -142,7 +142,7 @@ def test_it_redelivers_the_task_when_the_pool_process_is_killed_mid_chunk(
         )
         worker = celery_worker_process.start(POSTING_CHUNK_SIZE=chunk)
         with transaction.atomic():
-            services.schedule_posting(proposal, actor=None)
+            posting.schedule_posting(proposal, actor=None)
         wait_for(lambda: _blocked_backend(dbname), message="the worker to block mid-chunk")
         child = _pool_child(worker)
         assert child, "no pool process found"
@@ -214,7 +214,7 @@ def test_it_approves_with_redis_down_and_the_sweeper_posts_later(celery_worker_p
 
     # Redis is back (the real one): a worker runs, and the sweeper queues the job again.
     celery_worker_process.start()
-    assert services.sweep_unposted(stale_after=timedelta(0)) == [proposal.pk]
+    assert posting.sweep_unposted(stale_after=timedelta(0)) == [proposal.pk]
     job = wait_until_posted(proposal)
     assert job.state == "posted", job.last_error
     assert_posted_exactly_once(proposal)

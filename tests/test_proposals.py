@@ -12,7 +12,7 @@ from django.utils import timezone
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incidents
-from refunds_admin.ledger import services as ledger
+from refunds_admin.ledger import selectors as ledger_selectors
 from refunds_admin.payouts import compute_proposal, parse_snapshot
 from refunds_admin.proposals import services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
@@ -127,7 +127,7 @@ def test_it_approves_with_four_eyes_and_freezes_the_tournament(submitted, manage
     event = AuditEvent.objects.get(action="proposal.approved")
     assert event.actor == manager and event.after["total"] == submitted.total_cents
     # The posting job was written in the approval's transaction, waiting to be posted.
-    progress = ledger.posting_progress(submitted)
+    progress = ledger_selectors.posting_progress(submitted)
     assert (progress["state"], progress["total_cents"]) == ("queued", submitted.total_cents)
     # Frozen: the platform can no longer replace the snapshot.
     with pytest.raises(Refused, match="frozen"):

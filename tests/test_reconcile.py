@@ -4,7 +4,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from refunds_admin.ledger import services
+from refunds_admin.ledger import posting, selectors
 from refunds_admin.proposals.models import PayoutProposal
 from tests.posting_support import make_approved_proposal
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 def test_it_reconciles_posted_proposals(capsys):
     posted = make_approved_proposal(amounts=[(1000, 0, 33, 100)] * 3)
-    services.post_proposal(posted.pk)
+    posting.post_proposal(posted.pk)
     waiting = make_approved_proposal(lines=2)  # approved, not posted yet: not a mismatch
 
     call_command("reconcile")
@@ -39,9 +39,9 @@ def test_it_fails_when_a_posted_proposal_is_not_in_the_ledger(capsys):
 def test_it_reconciles_only_the_proposals_asked_about():
     first = make_approved_proposal(lines=2)
     second = make_approved_proposal(lines=2)
-    rows = services.reconcile([second.pk])
+    rows = selectors.reconcile([second.pk])
     assert [row["proposal"] for row in rows] == [second.pk]
-    assert first.pk in [row["proposal"] for row in services.reconcile()]
+    assert first.pk in [row["proposal"] for row in selectors.reconcile()]
 
 
 # -- per method and per ticket (issue 20) -------------------------------------------------------

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.celery import app
-from refunds_admin.ledger import services as ledger
+from refunds_admin.ledger import posting as ledger
 from refunds_admin.notifications import staff
 from refunds_admin.notifications.models import StaffKind, StaffNotification
 from refunds_admin.proposals import services as proposals
@@ -95,6 +95,30 @@ def test_it_mails_the_managers_when_posting_fails(
     assert sent_to("Posting failed: T-1") == ["maria@example.test", "otto@example.test"]
     failed = next(m for m in mail.outbox if "Posting failed" in m.subject)
     assert "Reason:" in failed.body and "401" in failed.body
+
+
+def test_it_mails_each_manager_once_when_an_outage_outlasts_its_budget(
+    support, manager, other_manager, staff_emails, settings, django_capture_on_commit_callbacks
+):
+    settings.POSTING_OUTAGE_BUDGET = 0  # any outage is already too long on its second run
+    staff.set_preferences(other_manager, [StaffKind.SUBMITTED, StaffKind.DECIDED])
+    with FakeCashier() as cashier:
+        settings.CASHIER_URL, settings.CASHIER_TOKEN = cashier.url, cashier.token
+        settings.CASHIER_MAX_TRIES, settings.CASHIER_BACKOFF = 1, 0
+        proposal = approved_proposal(support, manager)
+        cashier.down = True
+        with pytest.raises(ledger.PostingDelayed):
+            ledger.post_proposal(proposal.pk)
+        with django_capture_on_commit_callbacks(execute=True), pytest.raises(ledger.PostingStopped):
+            ledger.post_proposal(proposal.pk)
+    staff.dispatch_events()
+    staff.dispatch_events()  # a second sweep finds nothing new to say
+    staff.send_pending()
+    told = [m for m in mail.outbox if "outage longer than" in m.subject + m.body]
+    # Once, to the manager who wants posting e-mails; not to the one who turned them off.
+    assert [m.to for m in told] == [["maria@example.test"]]
+    assert told[0].subject == "Posting failed: T-1 refunds"
+    assert f"/proposals/{proposal.pk}/" in told[0].body
 
 
 def test_it_mails_the_managers_once_about_a_stuck_posting(

@@ -1,11 +1,11 @@
-"""Celery tasks of the ledger: thin, they take ids and call services.ledger."""
+"""Celery tasks of the ledger: thin, they take ids and call ledger.posting."""
 
 import logging
 
 from celery import shared_task
 from celery.exceptions import MaxRetriesExceededError
 
-from . import services
+from . import posting
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +25,11 @@ def post_proposal(self, proposal_id):
     wallet leaves it alone ("refused"): the sweeper offers it to the other workers later.
     """
     try:
-        state = services.post_proposal(proposal_id)
-    except services.PostingStopped as exc:
+        state = posting.post_proposal(proposal_id)
+    except posting.PostingStopped as exc:
         log.error("posting of proposal %s stopped: %s", proposal_id, exc)
         return "failed"
-    except services.PostingDelayed as exc:
+    except posting.PostingDelayed as exc:
         if self.request.is_eager:
             return "waiting"  # in-process: nothing to wait in; the sweeper or a resume retries
         raise self.retry(countdown=exc.countdown) from exc
@@ -52,4 +52,4 @@ def post_proposal(self, proposal_id):
 @shared_task(name="ledger.sweep_unposted")
 def sweep_unposted():
     """Celery beat: queue again approved proposals whose posting was lost or interrupted."""
-    return services.sweep_unposted()
+    return posting.sweep_unposted()

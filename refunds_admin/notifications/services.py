@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 State = StatementJob.State
 MState = StatementMessage.State
-_LOCK_NAMESPACE = 4_0401  # next to the posting job's (ledger/services.py)
+_LOCK_NAMESPACE = 4_0401  # next to the posting job's (ledger/posting.py)
 
 
 def statement_key(proposal_id, player_id):

@@ -1,4 +1,6 @@
-"""`manage.py compute_payouts FILE [--explain ENTRY_ID]`: the engine on one snapshot file.
+"""`manage.py compute_payouts FILE [--policy POLICY.json] [--explain ENTRY_ID]`: the engine on
+one snapshot file, under the policy the snapshot names (a shipped preset, by id), the default
+policy, or a policy file given with --policy (which wins over the snapshot's).
 
 Prints the payout-proposal/1 JSON on stdout and exits 0; a refused snapshot exits 1 with every
 reason on stderr and nothing on stdout. Pure like the rest of the engine: manage.py runs it
@@ -6,19 +8,19 @@ without setting up Django, which would cost more than computing 100k entries.
 """
 
 import argparse
-import gc
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import chain, islice
+from itertools import chain, islice, repeat
 from typing import Any, Protocol, TextIO
 
 import orjson
 
 from ._gc import paused_gc
 from .money import decimals_texts, format_cents, split_cents_column
+from .policy import PRESETS, Policy, PolicyError, parse_policy
 from .rules import LineColumns, Proposal, compute_proposal
-from .snapshot import SnapshotError, parse_snapshot
+from .snapshot import Payment, SnapshotError, parse_snapshot
 from .statement import explain
 
 
@@ -35,6 +37,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "--explain", metavar="ENTRY_ID", help="print this entry's statement instead"
     )
     parser.add_argument(
+        "--policy",
+        metavar="POLICY.json",
+        help="compute under this cancellation-policy/1 file instead of the snapshot's policy",
+    )
+    parser.add_argument(
         "--fingerprint",
         action="store_true",
         help="add the SHA-256 fingerprint of the lines, as stored with proposals in the app",
@@ -49,22 +56,24 @@ def main(
     stdout: Writer | None = None,
     stderr: Writer | None = None,
 ) -> int:
-    # A short-lived process that builds a million small objects and no reference cycles: the
-    # cyclic garbage collector would only walk the snapshot over and over.
-    gc.disable()
     the_command = stdin is None and stdout is None and stderr is None
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
     kept: list[object] = []
-    code = run(
-        args.file,
-        args.explain,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        fingerprint=args.fingerprint,
-        keep=kept,
-    )
+    # A short-lived process that builds a million small objects and no reference cycles: the
+    # cyclic garbage collector would only walk the snapshot over and over. Called in-process
+    # (the tests), the collector is back on as it was once the command is done.
+    with paused_gc():
+        code = run(
+            args.file,
+            args.explain,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            fingerprint=args.fingerprint,
+            keep=kept,
+            policy_file=args.policy,
+        )
     if the_command:
         # The process ends here: the snapshot, the proposal and their million small objects go
         # with it, instead of being freed one by one (a tenth of a second for 100k entries).
@@ -83,10 +92,27 @@ def run(
     stderr: Writer,
     fingerprint: bool = False,
     keep: list[object] | None = None,
+    policy_file: str | None = None,
 ) -> int:
     """The command's work; `keep` receives what it read and computed (see main)."""
     if keep is None:
         keep = []
+    policy: Policy | None = None
+    if policy_file is not None:
+        try:
+            policy = parse_policy(_read(policy_file))
+        except OSError as exc:
+            stderr.write(f"refused: cannot read the policy {policy_file}: {exc.strerror}\n")
+            return 2
+        except PolicyError as exc:
+            count = len(exc.problems)
+            stderr.write(
+                f"refused: the policy {policy_file} cannot be used "
+                f"({count} problem{'s' if count != 1 else ''})\n"
+            )
+            for problem in exc.problems:
+                stderr.write(f"  {problem}\n")
+            return 1
     try:
         raw = stdin.buffer.read() if file == "-" else _read(file)
     except OSError as exc:
@@ -94,7 +120,10 @@ def run(
         return 2
     keep.append(raw)
     try:
-        proposal = compute_proposal(parse_snapshot(raw))
+        # A policy file wins over the snapshot's tournament.policy; otherwise that id must be
+        # one of the shipped presets.
+        known = None if policy is not None else PRESETS.keys()
+        proposal = compute_proposal(parse_snapshot(raw, known_policies=known), policy=policy)
         keep.append(proposal)
     except SnapshotError as exc:
         count = len(exc.problems) + exc.more
@@ -164,8 +193,15 @@ def _line_chunks(c: LineColumns) -> Iterator[str]:
     n = len(c.entry_id)
     # The capped flag ends its line and opens the next one; the last line closes the list.
     capped_text = (f"false{_BETWEEN}", f"true{_BETWEEN}")
-    last = (f"false{_LINE_END}", f"true{_LINE_END}")[c.capped[-1]]
+    ends: Iterable[str]
+    if c.has_refunds:
+        # A line returned in the form paid ends with its refunds, after the capped flag.
+        ends = map(_line_end, c.capped, c.refunds, chain(repeat(_BETWEEN, n - 1), (_LINE_END,)))
+    else:
+        last = (f"false{_LINE_END}", f"true{_LINE_END}")[c.capped[-1]]
+        ends = chain(map(capped_text.__getitem__, islice(c.capped, n - 1)), (last,))
     equity, equity_cents = split_cents_column(c.chip_equity)
+    bounty, bounty_cents = split_cents_column(c.bounty_refund)
     total, total_cents = split_cents_column(c.total)
     fields = zip(
         _json_strings(c.entry_id),
@@ -174,12 +210,15 @@ def _line_chunks(c: LineColumns) -> Iterator[str]:
         c.chips,
         map(_Texts(_buy_in_refund_text).__getitem__, c.buy_in_refund),
         map(_Texts(_next_prize_text).__getitem__, c.next_prize),
+        map(_Texts(_equal_share_text).__getitem__, c.equal_share),
         equity,
         map(_EQUITY_DECIMALS.__getitem__, equity_cents),
         map(_Texts(_fee_refund_text).__getitem__, c.fee_refund),
+        bounty,
+        map(_BOUNTY_DECIMALS.__getitem__, bounty_cents),
         total,
         map(_TOTAL_DECIMALS.__getitem__, total_cents),
-        chain(map(capped_text.__getitem__, islice(c.capped, n - 1)), (last,)),
+        ends,
     )
     lines = map(_LINE.__mod__, fields)
     yield _LINES_START
@@ -203,7 +242,7 @@ class _Texts(dict[Any, str]):
 # One line of the proposal as orjson's OPT_INDENT_2 writes it inside "lines" (two levels deep):
 # the first line's opening is in _LINES_START, each next one's in the line before (_BETWEEN).
 _LINES_START = '"lines": [\n    {\n      "entry_id": "'
-_LINE = '%s",\n      "player_id": "%s%s%d%s%s%d%s%s%d%s%s'
+_LINE = '%s",\n      "player_id": "%s%s%d%s%s%s%d%s%s%d%s%d%s%s'
 _LINE_END = "\n    }"
 _BETWEEN = f'{_LINE_END},\n    {{\n      "entry_id": "'
 _END = "\n  ]\n}\n"
@@ -218,16 +257,38 @@ def _buy_in_refund_text(cents: int) -> str:
 
 
 def _next_prize_text(cents: int) -> str:
+    return f'{format_cents(cents)}",\n      "equal_share": "'
+
+
+def _equal_share_text(cents: int) -> str:
     return f'{format_cents(cents)}",\n      "chip_equity": "'
 
 
 def _fee_refund_text(cents: int) -> str:
-    return f'{format_cents(cents)}",\n      "total": "'
+    return f'{format_cents(cents)}",\n      "bounty_refund": "'
+
+
+def _line_end(capped: bool, refunds: tuple[Payment, ...] | None, after: str) -> str:
+    """The capped flag, the refunds where the line has them, and what follows the line."""
+    flag = "true" if capped else "false"
+    if refunds is None:
+        return flag + after
+    items = []
+    for p in refunds:
+        item = (
+            f'\n        {{\n          "method": "{_json_inner(p.method)}",'
+            f'\n          "amount": "{format_cents(p.amount)}"'
+        )
+        if p.ticket_id is not None:
+            item += f',\n          "ticket_id": "{_json_inner(p.ticket_id)}"'
+        items.append(item + "\n        }")
+    return f'{flag},\n      "refunds": [{",".join(items)}\n      ]{after}'
 
 
 # The chip equity and the total differ on every line: their whole units go in as %d, their
 # decimals with what follows them.
 _EQUITY_DECIMALS = decimals_texts('",\n      "fee_refund": "')
+_BOUNTY_DECIMALS = decimals_texts('",\n      "total": "')
 _TOTAL_DECIMALS = decimals_texts('",\n      "capped": ')
 _EMPTY_LINES = b'"lines": []\n}'
 _CHUNK = 1024  # lines: a chunk (300 kB) stays in the L2 cache while it is joined and encoded

@@ -19,15 +19,31 @@ if TYPE_CHECKING:
 
 from ._gc import paused_gc
 from .money import format_cents
-from .snapshot import ACTIVE, EntryColumns, Instant, Problem, Snapshot, SnapshotError
+from .policy import DEFAULT_POLICY_ID, PRESETS, Policy, PolicyRef, default_policy
+from .snapshot import (
+    ACTIVE,
+    CASH,
+    ELIMINATED,
+    EntryColumns,
+    Instant,
+    Payment,
+    Problem,
+    Snapshot,
+    SnapshotError,
+)
 
 FULL_REFUND = "full_refund"
 IN_THE_MONEY = "in_the_money"
 NOT_IN_THE_MONEY = "not_in_the_money"
 RULES = (FULL_REFUND, IN_THE_MONEY, NOT_IN_THE_MONEY)
 
-# Policy rule 1: a failure within 20 minutes of the start refunds everyone.
+# The seed policy's rule 1: a failure within 20 minutes of the start refunds everyone.
 EARLY_FAILURE_SECONDS = 20 * 60
+# Version 1 of the default policy: proposals stored before policies existed were computed under
+# it, and a proposal under it with nothing the old lines lacked keeps the old fingerprint.
+LEGACY_POLICY = PolicyRef(
+    DEFAULT_POLICY_ID, 1, "259687f6607d38e61db38d01d81657afd43df6b911d3220552347cd8cd6ac8ba"
+)
 PROPOSAL_FORMAT = "payout-proposal/1"
 MAX_WARNINGS = 20
 
@@ -46,6 +62,11 @@ class Line(NamedTuple):
     fee_refund: int
     total: int
     capped: bool
+    equal_share: int = 0
+    bounty_refund: int = 0
+    # Rule 1 under refund_form as_paid, for an entry that paid partly otherwise than in cash:
+    # its paid_with, in order (what goes back, ticket for ticket). None: all in cash.
+    refunds: tuple[Payment, ...] | None = None
 
 
 class LineColumns(NamedTuple):
@@ -62,10 +83,18 @@ class LineColumns(NamedTuple):
     fee_refund: list[int]
     total: list[int]
     capped: list[bool]
+    equal_share: list[int]
+    bounty_refund: list[int]
+    refunds: list[tuple[Payment, ...] | None]
 
     @classmethod
     def empty(cls) -> "LineColumns":
-        return cls([], [], [], [], [], [], [], [], [], [], [])
+        return cls([], [], [], [], [], [], [], [], [], [], [], [], [], [])
+
+    @property
+    def has_refunds(self) -> bool:
+        """Whether some line goes back otherwise than all in cash."""
+        return self.refunds.count(None) != len(self.refunds)
 
 
 @dataclass
@@ -77,25 +106,54 @@ class Proposal:
     elapsed_seconds: Fraction  # failed_at - starts_at, exact
     site_wide_issue: bool
     columns: LineColumns = field(default_factory=LineColumns.empty)
-    summary: dict[str, int] = field(default_factory=dict)  # amounts in cents
+    summary: dict[str, Any] = field(default_factory=dict)  # amounts in cents
     warnings: list[str] = field(default_factory=list)
     # How the chip equity was shared among the uncapped entries, for statements.
     equity_chips: int = 0  # chips of the entries that shared the equity pool after capping
     equity_shared: int = 0  # cents shared among them (E')
+    # The policy the proposal was computed under: what it records (id, version, SHA-256), and
+    # the policy itself, whose words the statements use.
+    policy: PolicyRef = LEGACY_POLICY
+    terms: Policy = field(default_factory=default_policy)
+    # For statements: why rule 1 applies (full_refund_reason()), and the entries whose refunds
+    # include rebuys and add-ons (or their fees).
+    full_refund_reason: str | None = None
+    rebought: frozenset[str] = frozenset()
 
     @cached_property
     def lines(self) -> list[Line]:
         """The lines as Line tuples (built on first use from the columns)."""
         return list(map(Line._make, zip(*self.columns)))
 
+    @property
+    def has_legacy_form(self) -> bool:
+        """Whether the proposal is fingerprinted as before policies existed: version 1 of the
+        default policy, no equal share, no bounty, nothing returned otherwise than in cash."""
+        c = self.columns
+        return (
+            self.policy == LEGACY_POLICY
+            and not any(c.equal_share)
+            and not any(c.bounty_refund)
+            and not c.has_refunds
+        )
+
     def fingerprint(self) -> str:
         c = self.columns
-        return fingerprint_columns(
+        if self.has_legacy_form:
+            return fingerprint_columns(
+                self.external_id,
+                self.currency,
+                self.rule,
+                (c.entry_id, c.player_id, c.buy_in_refund, c.next_prize, c.chip_equity,
+                 c.fee_refund, c.total),
+            )  # fmt: skip
+        return fingerprint_policy_columns(
             self.external_id,
             self.currency,
             self.rule,
-            (c.entry_id, c.player_id, c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund,
-             c.total),
+            self.policy.sha256,
+            (c.entry_id, c.player_id, c.buy_in_refund, c.next_prize, c.equal_share,
+             c.chip_equity, c.fee_refund, c.bounty_refund, c.total, c.refunds),
         )  # fmt: skip
 
     @cached_property
@@ -114,14 +172,26 @@ class Proposal:
 
     def to_json(self, *, with_fingerprint: bool = True, with_lines: bool = True) -> dict[str, Any]:
         """The payout-proposal/1 document (amounts as strings)."""
-        money_keys = {"remaining_pool", "guaranteed", "equity_pool", "fee_refunds", "buy_in_refunds",
-                      "next_prizes", "chip_equity", "first_place_cap", "prizes_awarded", "total"}  # fmt: skip
-        summary = {k: (format_cents(v) if k in money_keys else v) for k, v in self.summary.items()}
+        summary = {
+            k: (
+                format_cents(v)
+                if k in MONEY_KEYS
+                else {m: format_cents(c) for m, c in v.items()}
+                if k == "refunds_by_method"
+                else v
+            )
+            for k, v in self.summary.items()
+        }
         doc: dict[str, Any] = {
             "format": PROPOSAL_FORMAT,
             "tournament": self.external_id,
             "currency": self.currency,
             "rule": self.rule,
+            "policy": {
+                "id": self.policy.id,
+                "version": self.policy.version,
+                "sha256": self.policy.sha256,
+            },
             "summary": summary,
             "warnings": list(self.warnings),
         }
@@ -132,19 +202,49 @@ class Proposal:
         return doc
 
 
-def line_json(ln: Line) -> dict[str, str | int | bool]:
-    return {
+# The summary's amounts (cents in Proposal.summary, strings in the document). Every summary has
+# entries, active, remaining_pool, guaranteed, equity_pool, fee_refunds, capped_entries,
+# prizes_awarded (what the operator absorbs: prizes already paid stay with their winners),
+# total, equal_shares, bounty_refunds, overlay_kept and refunds_by_method (method -> amount:
+# how the total goes back; all "cash" but under rule 1 with refund_form as_paid). Rule 1 adds
+# buy_in_refunds, rule 2 chip_equity; first_place_cap (first prize) is there when the policy
+# caps prize money at it.
+MONEY_KEYS = frozenset(
+    {"remaining_pool", "guaranteed", "equity_pool", "fee_refunds", "buy_in_refunds",
+     "next_prizes", "chip_equity", "first_place_cap", "prizes_awarded", "total",
+     "equal_shares", "bounty_refunds", "overlay_kept"}
+)  # fmt: skip
+
+
+def line_json(ln: Line) -> dict[str, Any]:
+    doc: dict[str, Any] = {
         "entry_id": ln.entry_id,
         "player_id": ln.player_id,
         "status": ln.status,
         "chips": ln.chips,
         "buy_in_refund": format_cents(ln.buy_in_refund),
         "next_prize": format_cents(ln.next_prize),
+        "equal_share": format_cents(ln.equal_share),
         "chip_equity": format_cents(ln.chip_equity),
         "fee_refund": format_cents(ln.fee_refund),
+        "bounty_refund": format_cents(ln.bounty_refund),
         "total": format_cents(ln.total),
         "capped": ln.capped,
     }
+    if ln.refunds is not None:
+        doc["refunds"] = refunds_json(ln.refunds)
+    return doc
+
+
+def refunds_json(refunds: Iterable[Payment]) -> list[dict[str, str]]:
+    """A line's refunds as the document gives them: method, amount, and a ticket's id."""
+    out = []
+    for p in refunds:
+        item = {"method": p.method, "amount": format_cents(p.amount)}
+        if p.ticket_id is not None:
+            item["ticket_id"] = p.ticket_id
+        out.append(item)
+    return out
 
 
 def fingerprint_lines(
@@ -197,12 +297,90 @@ def _canonical_lines(
     return map(_CANONICAL.__mod__, fields)
 
 
-def _fingerprint_start(external_id: str, currency: str, rule: str) -> "hashlib._Hash":
+def _fingerprint_start(
+    external_id: str, currency: str, rule: str, policy_sha256: str | None = None
+) -> "hashlib._Hash":
     import hashlib  # here, not at the top: compute_payouts starts faster without OpenSSL
 
     h = hashlib.sha256()
-    h.update(fingerprint_header(external_id, currency, rule).encode())
+    if policy_sha256 is None:
+        h.update(fingerprint_header(external_id, currency, rule).encode())
+    else:
+        h.update(fingerprint_policy_header(external_id, currency, rule, policy_sha256).encode())
     return h
+
+
+# The fingerprint of every proposal but the legacy ones (Proposal.has_legacy_form): the header
+# names the policy's SHA-256, and each line gives the seven amounts and the refunds.
+#   header: "payout-proposal/1\n<len>:<external_id>|<currency>|<rule>|policy:<sha256>\n"
+#   line:   "<len>:<entry_id><len>:<player_id><buy_in_refund>,<next_prize>,<equal_share>,
+#            <chip_equity>,<fee_refund>,<bounty_refund>,<total>,<refunds>\n" (one line, cents)
+#   refunds: "" (all in cash), else refunds_text(): "<method>:<cents>:<len>:<ticket_id>" per
+#            part, joined by ";" (len 0 and no id for cash and tournament money).
+_CANONICAL_POLICY = "%s:%s%s:%s%s,%s,%s,%s,%s,%s,%s,%s\n"
+
+
+def fingerprint_policy_header(
+    external_id: str, currency: str, rule: str, policy_sha256: str
+) -> str:
+    return (
+        f"{PROPOSAL_FORMAT}\n{len(external_id)}:{external_id}|{currency}|{rule}"
+        f"|policy:{policy_sha256}\n"
+    )
+
+
+def refunds_text(refunds: Iterable[Payment] | None) -> str:
+    """A line's refunds in the canonical form of the fingerprint ("" when all in cash)."""
+    if refunds is None:
+        return ""
+    return ";".join(
+        f"{p.method}:{p.amount}:{len(p.ticket_id or '')}:{p.ticket_id or ''}" for p in refunds
+    )
+
+
+def fingerprint_policy_columns(
+    external_id: str,
+    currency: str,
+    rule: str,
+    policy_sha256: str,
+    columns: tuple[Sequence[Any], ...],
+) -> str:
+    """The fingerprint of a proposal with a policy (see _CANONICAL_POLICY). `columns`:
+    (entry_id, player_id, buy_in_refund, next_prize, equal_share, chip_equity, fee_refund,
+    bounty_refund, total, refunds), amounts in cents, refunds as Payment tuples or None (or
+    already as refunds_text())."""
+    h = _fingerprint_start(external_id, currency, rule, policy_sha256)
+    _fingerprint_update(h, _canonical_policy_lines(*columns))
+    return h.hexdigest()
+
+
+def fingerprint_policy_lines(
+    external_id: str, currency: str, rule: str, policy_sha256: str, rows: Iterable[Sequence[Any]]
+) -> str:
+    """fingerprint_policy_columns of rows (stored lines) in that column order."""
+    h = _fingerprint_start(external_id, currency, rule, policy_sha256)
+    remaining = iter(rows)
+    while chunk := list(islice(remaining, _FINGERPRINT_CHUNK)):
+        _fingerprint_update(h, _canonical_policy_lines(*zip(*chunk)))
+    return h.hexdigest()
+
+
+def _canonical_policy_lines(
+    ids: Sequence[str],
+    players: Sequence[str],
+    *amounts_and_refunds: Sequence[Any],
+) -> Iterator[str]:
+    *amounts, refunds = amounts_and_refunds
+    texts = map(_refunds_as_text, refunds)
+    fields = zip(map(len, ids), ids, map(len, players), players, *amounts, texts)
+    return map(_CANONICAL_POLICY.__mod__, fields)
+
+
+def _refunds_as_text(refunds: object) -> str:
+    if refunds is None or isinstance(refunds, str):
+        return refunds or ""
+    assert isinstance(refunds, tuple | list)
+    return refunds_text(Payment(*p) for p in refunds)
 
 
 def _fingerprint_update(h: "hashlib._Hash", lines: Iterator[str]) -> None:
@@ -232,9 +410,58 @@ def elapsed_seconds(snapshot: Snapshot, failed_at: Instant | datetime) -> Fracti
     return _instant(failed_at, "incident.failed_at").exact - snapshot.starts_at.exact
 
 
-def select_rule(snapshot: Snapshot, failed_at: Instant | datetime, site_wide_issue: bool) -> str:
-    """The rule id the timing and management's site-wide finding select (payout-rules.md)."""
-    if site_wide_issue or elapsed_seconds(snapshot, failed_at) <= EARLY_FAILURE_SECONDS:
+def policy_for(snapshot: Snapshot, policy: Policy | None = None) -> Policy:
+    """The policy a proposal is computed under: `policy` when given, else the preset the
+    snapshot names (tournament.policy), else the default policy."""
+    if policy is not None:
+        return policy
+    if snapshot.policy_id is None:
+        return default_policy()
+    try:
+        return PRESETS[snapshot.policy_id]
+    except KeyError:
+        raise SnapshotError(
+            [
+                Problem(
+                    "tournament.policy",
+                    f"{snapshot.policy_id!r} is not a policy this app knows "
+                    f"(known: {', '.join(sorted(PRESETS))})",
+                )
+            ]
+        ) from None
+
+
+def full_refund_reason(
+    snapshot: Snapshot,
+    failed_at: Instant | datetime,
+    site_wide_issue: bool,
+    policy: Policy | None = None,
+) -> str | None:
+    """Why rule 1 applies, or None: "site_wide_issue" (management's finding),
+    "nothing_played" (elapsed <= 0, whatever the policy), "within_minutes" (the policy's
+    window) or "before_first_elimination" (no entry is eliminated, where the policy says so)."""
+    policy = policy_for(snapshot, policy)
+    if site_wide_issue:
+        return "site_wide_issue"
+    elapsed = elapsed_seconds(snapshot, failed_at)
+    if elapsed <= 0:
+        return "nothing_played"
+    if policy.within_minutes is not None and elapsed <= policy.within_minutes * 60:
+        return "within_minutes"
+    if policy.before_first_elimination and ELIMINATED not in snapshot.columns.status:
+        return "before_first_elimination"
+    return None
+
+
+def select_rule(
+    snapshot: Snapshot,
+    failed_at: Instant | datetime,
+    site_wide_issue: bool,
+    policy: Policy | None = None,
+) -> str:
+    """The rule id the policy selects from the timing, the entries and management's finding
+    (policies.md, "Which rule"; `policy` None: the snapshot's, else the default)."""
+    if full_refund_reason(snapshot, failed_at, site_wide_issue, policy) is not None:
         return FULL_REFUND
     active = snapshot.active_count
     return IN_THE_MONEY if active <= snapshot.last_paid_place else NOT_IN_THE_MONEY
@@ -245,14 +472,19 @@ def compute_proposal(
     *,
     failed_at: Instant | datetime | None = None,
     site_wide_issue: bool | None = None,
+    policy: Policy | None = None,
 ) -> Proposal:
-    """Snapshot + incident facts -> Proposal. Arguments override the snapshot's own incident."""
+    """Snapshot + incident facts -> Proposal. Arguments override the snapshot's own incident;
+    `policy` None: the preset the snapshot names (tournament.policy), else the default."""
     with paused_gc():
-        return _compute_proposal(snapshot, failed_at, site_wide_issue)
+        return _compute_proposal(snapshot, failed_at, site_wide_issue, policy)
 
 
 def _compute_proposal(
-    snapshot: Snapshot, failed_at: Instant | datetime | None, site_wide_issue: bool | None
+    snapshot: Snapshot,
+    failed_at: Instant | datetime | None,
+    site_wide_issue: bool | None,
+    policy: Policy | None = None,
 ) -> Proposal:
     if failed_at is None and snapshot.incident is not None:
         failed_at = snapshot.incident.failed_at
@@ -263,8 +495,9 @@ def _compute_proposal(
         site_wide_issue = (
             snapshot.incident.site_wide_issue if snapshot.incident is not None else False
         )
+    policy = policy_for(snapshot, policy)
 
-    rule = select_rule(snapshot, failed_at, site_wide_issue)
+    rule = select_rule(snapshot, failed_at, site_wide_issue, policy)
     proposal = Proposal(
         external_id=snapshot.external_id,
         name=snapshot.name,
@@ -272,54 +505,130 @@ def _compute_proposal(
         rule=rule,
         elapsed_seconds=elapsed_seconds(snapshot, failed_at),
         site_wide_issue=bool(site_wide_issue),
+        policy=policy.ref,
+        terms=policy,
+        full_refund_reason=full_refund_reason(snapshot, failed_at, site_wide_issue, policy),
+        rebought=_rebought(snapshot.columns) if snapshot.has_rebuys else frozenset(),
     )
     if rule == FULL_REFUND:
-        _full_refund(snapshot, proposal)
+        _full_refund(snapshot, proposal, policy)
     else:
-        _rule_two(snapshot, proposal)
+        _rule_two(snapshot, proposal, policy)
     proposal.warnings = _warnings(snapshot, proposal)
     return proposal
 
 
-def _full_refund(snapshot: Snapshot, proposal: Proposal) -> None:
-    """Policy rule 1: every entry, active or eliminated, gets back what it paid. Nothing else."""
+def _rebought(e: EntryColumns) -> frozenset[str]:
+    return frozenset(
+        compress(e.entry_id, map(or_, map(truth, e.rebuys_paid), map(truth, e.rebuy_fees_paid)))
+    )
+
+
+def _paid_in(e: EntryColumns) -> list[int]:
+    """buy_in_paid + rebuys_paid per entry (the buy-ins column itself when nobody rebought)."""
+    return list(map(add, e.buy_in_paid, e.rebuys_paid)) if any(e.rebuys_paid) else e.buy_in_paid
+
+
+def _fees(e: EntryColumns) -> list[int]:
+    """fee_paid + rebuy_fees_paid per entry."""
+    return list(map(add, e.fee_paid, e.rebuy_fees_paid)) if any(e.rebuy_fees_paid) else e.fee_paid
+
+
+def _non_cash(payments: tuple[Payment, ...] | None) -> tuple[Payment, ...] | None:
+    """What goes back in the form paid: the payments, when any part is not cash."""
+    if payments is None:
+        return None
+    for p in payments:
+        if p.method != CASH:
+            return payments
+    return None
+
+
+def _full_refund(snapshot: Snapshot, proposal: Proposal, policy: Policy) -> None:
+    """Rule 1: every entry, active or eliminated, gets back what it paid (buy-in and rebuys,
+    fees, the knockout part), in the form paid under refund_form as_paid. Nothing else."""
     e = snapshot.columns
     m = len(e.entry_id)
     zeros = [0] * m
-    totals = list(map(add, e.buy_in_paid, e.fee_paid))
+    paid_in = _paid_in(e)
+    fees = _fees(e)
+    totals = list(map(add, paid_in, fees))
+    bounties = e.bounty_paid
+    knockout = any(bounties)
+    if knockout:
+        totals = list(map(add, totals, bounties))
+    refunds: list[tuple[Payment, ...] | None] = [None] * m
+    if policy.refund_form == "as_paid" and snapshot.has_paid_with:
+        refunds = list(map(_non_cash, e.paid_with))
     proposal.columns = LineColumns(
         e.entry_id, e.player_id, e.screen_name, e.status, e.chips,
-        e.buy_in_paid, zeros, zeros, e.fee_paid, totals, [False] * m,
+        paid_in, zeros, zeros, fees, totals, [False] * m,
+        zeros, bounties if knockout else zeros, refunds,
     )  # fmt: skip
-    buy_ins = sum(e.buy_in_paid)
-    fees = sum(e.fee_paid)
-    proposal.summary = {
+    buy_ins = sum(paid_in)
+    fee_total = sum(fees)
+    bounty_total = sum(bounties) if knockout else 0
+    total = buy_ins + fee_total + bounty_total
+    summary: dict[str, Any] = {
         "entries": m,
         "active": snapshot.active_count,
         "remaining_pool": 0,
         "guaranteed": 0,
         "equity_pool": 0,
         "buy_in_refunds": buy_ins,
-        "fee_refunds": fees,
-        "first_place_cap": snapshot.first_prize,
-        "capped_entries": 0,
-        # Prizes already awarded stay with their winners: the operator absorbs them.
-        "prizes_awarded": _awarded_total(e),
-        "total": buy_ins + fees,
+        "fee_refunds": fee_total,
     }
+    if policy.first_place_cap:
+        summary["first_place_cap"] = snapshot.first_prize
+    summary.update(
+        {
+            "capped_entries": 0,
+            # Prizes already awarded stay with their winners: the operator absorbs them.
+            "prizes_awarded": _awarded_total(e),
+            "total": total,
+            "equal_shares": 0,
+            "bounty_refunds": bounty_total,
+            "overlay_kept": 0,
+            "refunds_by_method": _by_method(total, proposal.columns),
+        }
+    )
+    proposal.summary = summary
+
+
+def _by_method(total: int, columns: LineColumns) -> dict[str, int]:
+    """How the proposal's total goes back: method -> cents (cash unless returned as paid)."""
+    if not columns.has_refunds:
+        return {CASH: total} if total else {}
+    by_method: dict[str, int] = {}
+    returned = 0
+    for payments in filter(None, columns.refunds):
+        for p in payments:
+            by_method[p.method] = by_method.get(p.method, 0) + p.amount
+            returned += p.amount
+    if total - returned:
+        by_method[CASH] = by_method.get(CASH, 0) + total - returned
+    return {method: by_method[method] for method in sorted(by_method) if by_method[method]}
 
 
 def _awarded_total(columns: EntryColumns) -> int:
     return sum(filter(None, columns.prize_awarded))
 
 
-def _rule_two(snapshot: Snapshot, proposal: Proposal) -> None:
-    """Policy rule 2: guaranteed part + chip equity (capped at first prize) + fee refund.
+def _rule_two(snapshot: Snapshot, proposal: Proposal, policy: Policy) -> None:
+    """Rule 2: guaranteed part + equal share + chip equity (capped at first prize where the
+    policy says so) + fee refund + the bounty on the entry's head.
 
     Works column by column (map, compress, zip run in C): a quarter of a million entries must
     compute in well under a second.
     """
-    ids, players, screens, statuses, chips, _, _, buy_ins, fees = snapshot.columns
+    e = snapshot.columns
+    ids, players, screens, statuses, chips = (
+        e.entry_id,
+        e.player_id,
+        e.screen_name,
+        e.status,
+        e.chips,
+    )
     m = len(ids)
     is_active = list(map(eq, repeat(ACTIVE), statuses))
     active = list(compress(range(m), is_active))
@@ -338,26 +647,30 @@ def _rule_two(snapshot: Snapshot, proposal: Proposal) -> None:
     # (their awarded prizes are untouched): they hold no chips and their guaranteed part and fee
     # refund are masked to zero, so the chip equity split gives them zero too.
     in_money = proposal.rule == IN_THE_MONEY
+    overlay_kept = 0
     if in_money:
         # Remaining pool: the prizes for places 1..N; everyone is guaranteed the next prize.
         remaining_pool = sum(snapshot.place_amounts[:n])
         guaranteed = list(map(mul, repeat(snapshot.place_amounts[n - 1], m), is_active))
     else:
-        # Not yet in the money: the whole prize table; everyone gets their buy-in back.
+        # Not yet in the money: the whole prize table (less a guarantee's overlay, where the
+        # house keeps it); the policy's returned part back to everyone.
         remaining_pool = sum(snapshot.place_amounts)
-        guaranteed = list(map(mul, buy_ins, is_active))
+        if policy.overlay == "returned_to_house" and snapshot.guarantee is not None:
+            contributions = sum(_paid_in(e))
+            if contributions < remaining_pool:
+                overlay_kept = remaining_pool - contributions
+                remaining_pool = contributions
+        returned = policy.not_in_the_money_returned
+        if returned == "buy_in_and_rebuys":
+            guaranteed = list(map(mul, _paid_in(e), is_active))
+        elif returned == "buy_in":
+            guaranteed = list(map(mul, e.buy_in_paid, is_active))
+        else:
+            guaranteed = [0] * m
 
-    problems: list[Problem] = []
-    if max(guaranteed) > first_prize:
-        for i in active:
-            if guaranteed[i] > first_prize and len(problems) < 20:
-                problems.append(
-                    Problem(
-                        f"entries[{i}] ({ids[i]})",
-                        f"guaranteed part {format_cents(guaranteed[i])} is above first prize "
-                        f"{format_cents(first_prize)}",
-                    )
-                )
+    capped_at = policy.first_place_cap
+    problems = _above_first_prize(guaranteed, active, ids, first_prize, "guaranteed part")
     guaranteed_total = sum(guaranteed)
     equity_pool = remaining_pool - guaranteed_total
     if equity_pool < 0:
@@ -368,34 +681,56 @@ def _rule_two(snapshot: Snapshot, proposal: Proposal) -> None:
                 f"{format_cents(guaranteed_total)}: the policy cannot be applied automatically",
             )
         )
-    if problems:
-        raise SnapshotError(problems)
-
-    equity, capped, shared_chips, shared_pool = share_chip_equity(
-        equity_pool, chips, guaranteed, first_prize, ids
-    )
-    fee_refunds = list(map(mul, fees, is_active))
-    totals = list(map(add, map(add, guaranteed, equity), fee_refunds))
+    if problems and (capped_at or equity_pool < 0):
+        raise SnapshotError(problems if capped_at else problems[-1:])
+    # The equal share: Q = floor(E * s / 100), floor(Q / N) each, the cents left one each to
+    # the larger chip counts, then the smaller entry_id.
+    percent = policy.equal_share_percent(in_money)
+    equal_pool = equity_pool * percent // 100
     zeros = [0] * m
+    if equal_pool:
+        equal_share = _equal_shares(equal_pool, n, is_active, chips, ids)
+        fixed = list(map(add, guaranteed, equal_share))
+    else:
+        equal_share = zeros
+        fixed = guaranteed
+    chip_pool = equity_pool - equal_pool
+    if capped_at and equal_pool:
+        problems = _above_first_prize(
+            fixed, active, ids, first_prize, "guaranteed part and equal share"
+        )
+        if problems:
+            raise SnapshotError(problems)
+
+    if capped_at:
+        equity, capped, shared_chips, shared_pool = share_chip_equity(
+            chip_pool, chips, fixed, first_prize, ids
+        )
+    else:
+        shared_chips = sum(chips)
+        shared_pool = chip_pool
+        equity = round_shares(chip_pool, shared_chips, chips, ids)
+        capped = [False] * m
+    fees = _fees(e)
+    fee_refunds = list(map(mul, fees, is_active))
+    totals = list(map(add, map(add, fixed, equity), fee_refunds))
+    bounties = e.bounty  # 0 for eliminated entries
+    knockout = any(bounties)
+    if knockout:
+        totals = list(map(add, totals, bounties))
     buy_in_refunds, next_prizes = (zeros, guaranteed) if in_money else (guaranteed, zeros)
     proposal.columns = LineColumns(
-        ids,
-        players,
-        screens,
-        statuses,
-        chips,
-        buy_in_refunds,
-        next_prizes,
-        equity,
-        fee_refunds,
-        totals,
-        capped,
-    )
+        ids, players, screens, statuses, chips,
+        buy_in_refunds, next_prizes, equity, fee_refunds, totals, capped,
+        equal_share, bounties if knockout else zeros, [None] * m,
+    )  # fmt: skip
     proposal.equity_chips = shared_chips
     proposal.equity_shared = shared_pool
     total_equity = sum(equity)
     fee_total = sum(fee_refunds)
-    proposal.summary = {
+    bounty_total = sum(bounties) if knockout else 0
+    total = remaining_pool + fee_total + bounty_total
+    summary: dict[str, Any] = {
         "entries": m,
         "active": n,
         "remaining_pool": remaining_pool,
@@ -403,13 +738,60 @@ def _rule_two(snapshot: Snapshot, proposal: Proposal) -> None:
         "equity_pool": equity_pool,
         "chip_equity": total_equity,
         "fee_refunds": fee_total,
-        "first_place_cap": first_prize,
-        "capped_entries": sum(capped),
-        "prizes_awarded": _awarded_total(snapshot.columns),
-        "total": remaining_pool + fee_total,
     }
-    # The policy: the total prize pool is always distributed, to the cent.
-    assert guaranteed_total + total_equity == remaining_pool
+    if capped_at:
+        summary["first_place_cap"] = first_prize
+    summary.update(
+        {
+            "capped_entries": sum(capped),
+            "prizes_awarded": _awarded_total(e),
+            "total": total,
+            "equal_shares": equal_pool,
+            "bounty_refunds": bounty_total,
+            "overlay_kept": overlay_kept,
+            "refunds_by_method": {CASH: total} if total else {},
+        }
+    )
+    proposal.summary = summary
+    # The policy: the pool is always distributed, to the cent.
+    assert guaranteed_total + equal_pool + total_equity == remaining_pool
+
+
+def _above_first_prize(
+    fixed: list[int], active: list[int], ids: list[str], first_prize: int, what: str
+) -> list[Problem]:
+    """The entries whose fixed part alone passes first prize (refused under the cap)."""
+    problems: list[Problem] = []
+    if max(fixed) > first_prize:
+        for i in active:
+            if fixed[i] > first_prize and len(problems) < 20:
+                problems.append(
+                    Problem(
+                        f"entries[{i}] ({ids[i]})",
+                        f"{what} {format_cents(fixed[i])} is above first prize "
+                        f"{format_cents(first_prize)}",
+                    )
+                )
+    return problems
+
+
+def _equal_shares(
+    pool: int, n: int, is_active: list[bool], chips: list[int], ids: list[str]
+) -> list[int]:
+    """Each active entry's equal share of `pool` cents: floor(pool / n), and the cents left one
+    each to the active entries with the larger chip count, then the smaller entry_id."""
+    each, left = divmod(pool, n)
+    shares = list(map(mul, repeat(each, len(is_active)), is_active))
+    if left:
+        # The left-th largest chip count is the threshold: every entry above it gets a cent;
+        # among those exactly at it, the smaller entry_ids get the rest.
+        threshold = kth_largest(chips, left)  # eliminated entries hold 0 chips: never reached
+        above = list(map(threshold.__lt__, chips))
+        shares = list(map(add, shares, above))
+        tied = sorted(compress(range(len(ids)), map(threshold.__eq__, chips)), key=ids.__getitem__)
+        for k in tied[: left - sum(above)]:
+            shares[k] += 1
+    return shares
 
 
 def share_chip_equity(
@@ -594,4 +976,28 @@ def _warnings(snapshot: Snapshot, proposal: Proposal) -> list[str]:
         warnings.append(
             f"and {len(per_entry) - MAX_WARNINGS} more entries with finish places that disagree"
         )
+    conservation = bounty_conservation_warning(snapshot)
+    if conservation:
+        warnings.append(conservation)
     return warnings
+
+
+def bounty_conservation_warning(snapshot: Snapshot) -> str | None:
+    """In a knockout where every entry gives `bounties_won`, the bounties paid in must equal the
+    bounties on active heads plus the bounties won (policies.md); else a warning naming the
+    difference, shown to the approver."""
+    e = snapshot.columns
+    if not snapshot.is_knockout or not e.bounties_won or None in e.bounties_won:
+        return None
+    paid = sum(e.bounty_paid)
+    heads = sum(e.bounty)  # 0 on eliminated entries
+    won = sum(filter(None, e.bounties_won))
+    if paid == heads + won:
+        return None
+    difference = paid - (heads + won)
+    return (
+        f"bounties paid in total {format_cents(paid)}, but the bounties on active heads "
+        f"({format_cents(heads)}) plus the bounties won ({format_cents(won)}) total "
+        f"{format_cents(heads + won)}: a difference of {format_cents(abs(difference))} "
+        + ("not accounted for" if difference > 0 else "more than was paid in")
+    )

@@ -7,13 +7,13 @@ every problem found (up to MAX_PROBLEMS), each naming its field or entry.
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from functools import cached_property, partial
 from itertools import chain, compress, islice, repeat
-from operator import eq, ge, not_, xor
+from operator import eq, ge, is_not, mul, not_, xor
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
@@ -102,6 +102,20 @@ class PrizeRow(NamedTuple):
     description: str
 
 
+PAYMENT_METHODS = ("cash", "tournament_money", "ticket")
+CASH = "cash"
+TICKET = "ticket"
+MAX_PAYMENTS = 100  # items of one entry's paid_with: a buy-in and its rebuys, never hundreds
+
+
+class Payment(NamedTuple):
+    """One part of what an entry paid (`paid_with`): cash, tournament money or a ticket."""
+
+    method: str  # "cash" | "tournament_money" | "ticket"
+    amount: int  # cents
+    ticket_id: str | None = None  # a ticket's id; None for the other methods
+
+
 class Entry(NamedTuple):
     """One entry as the snapshot gives it; amounts in cents, defaults already applied."""
 
@@ -114,6 +128,13 @@ class Entry(NamedTuple):
     prize_awarded: int | None
     buy_in_paid: int
     fee_paid: int
+    # Tournament formats (policies.md), all optional in the snapshot:
+    rebuys_paid: int = 0  # what the rebuys and add-ons put into the prize pool
+    rebuy_fees_paid: int = 0  # the fees on them
+    bounty_paid: int = 0  # the knockout part the entry paid (0 when no knockout)
+    bounty: int = 0  # active: the bounty on the entry's head; eliminated: 0
+    bounties_won: int | None = None  # knockout money already received (None: not given)
+    paid_with: tuple[Payment, ...] | None = None  # how it paid (None: all in cash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +159,12 @@ class EntryColumns(NamedTuple):
     prize_awarded: list[int | None]
     buy_in_paid: list[int]
     fee_paid: list[int]
+    rebuys_paid: list[int]
+    rebuy_fees_paid: list[int]
+    bounty_paid: list[int]
+    bounty: list[int]
+    bounties_won: list[int | None]
+    paid_with: list[tuple[Payment, ...] | None]
 
     @classmethod
     def from_entries(cls, entries: Sequence[Entry]) -> "EntryColumns":
@@ -162,6 +189,35 @@ class Snapshot:
     # entry_id -> e-mail address, for the entries that carry the optional `email` field. Where
     # a player's statement may be e-mailed; not part of any computation or fingerprint.
     emails: dict[str, str] = field(default_factory=dict)
+    policy_id: str | None = None  # tournament.policy: the id of the policy the snapshot names
+    bounty: int | None = None  # tournament.bounty: the knockout part of one entry's price
+    guarantee: int | None = None  # tournament.guarantee: the advertised guaranteed prize pool
+
+    @property
+    def is_knockout(self) -> bool:
+        return self.bounty is not None
+
+    @property
+    def has_rebuys(self) -> bool:
+        c = self.columns
+        return any(c.rebuys_paid) or any(c.rebuy_fees_paid)
+
+    @property
+    def has_paid_with(self) -> bool:
+        return self.columns.paid_with.count(None) != len(self.columns.paid_with)
+
+    def uses(self, feature: str) -> bool:
+        """Whether the snapshot uses a format feature: "knockout", "rebuys", "paid_with" or
+        "guarantee" (screens show those columns only where used)."""
+        if feature == "knockout":
+            return self.is_knockout
+        if feature == "rebuys":
+            return self.has_rebuys
+        if feature == "paid_with":
+            return self.has_paid_with
+        if feature == "guarantee":
+            return self.guarantee is not None
+        raise ValueError(f"unknown feature {feature!r}")
 
     @cached_property
     def entries(self) -> list[Entry]:
@@ -248,7 +304,8 @@ _MISSING = object()
 _PRIZE_KEYS = frozenset({"place", "places", "amount", "non_cash", "description"})
 _BULK_KEYS = frozenset(
     {"entry_id", "player_id", "screen_name", "status", "chips", "finish_place",
-     "prize_awarded", "buy_in_paid", "fee_paid", "email"}
+     "prize_awarded", "buy_in_paid", "fee_paid", "email", "rebuys_paid", "rebuy_fees_paid",
+     "bounty_paid", "bounty", "bounties_won", "paid_with"}
 )  # fmt: skip
 
 
@@ -256,10 +313,17 @@ def _is_int(value: object) -> bool:
     return type(value) is int  # bool is an int in Python; JSON true is not a chip count
 
 
-def parse_snapshot(doc: bytes | bytearray | str | dict[str, Any]) -> Snapshot:
-    """bytes, str or an already decoded dict -> Snapshot. Raises SnapshotError listing problems."""
+def parse_snapshot(
+    doc: bytes | bytearray | str | dict[str, Any],
+    *,
+    known_policies: Collection[str] | None = None,
+) -> Snapshot:
+    """bytes, str or an already decoded dict -> Snapshot. Raises SnapshotError listing problems.
+
+    `known_policies`: the policy ids the caller knows; a `tournament.policy` outside them is
+    refused (None: any well-formed id is accepted, for the caller to resolve)."""
     with paused_gc():
-        return _parse_snapshot(doc)
+        return _parse_snapshot(doc, known_policies)
 
 
 def _too_large(size: int, what: str = "document", limit: int | None = None) -> SnapshotError:
@@ -325,7 +389,7 @@ def _find_duplicate(text: str) -> str | None:
     return found[0] if found else None
 
 
-def _parse_snapshot(doc: object) -> Snapshot:
+def _parse_snapshot(doc: object, known_policies: Collection[str] | None = None) -> Snapshot:
     text: str | bytes | None = None  # the JSON text, for the duplicate-key check
     if isinstance(doc, (bytes, bytearray)):
         if len(doc) > MAX_DOCUMENT_BYTES:
@@ -381,7 +445,9 @@ def _parse_snapshot(doc: object) -> Snapshot:
     # No place beyond the number of entries: nobody can finish there.
     last_place = len(entries_raw) if isinstance(entries_raw, list) else MAX_PLACE
     tournament = (
-        _parse_tournament(t, problems, min(last_place, MAX_PLACE)) if t is not None else None
+        _parse_tournament(t, problems, min(last_place, MAX_PLACE), known_policies)
+        if t is not None
+        else None
     )
     keys = _keys_of(entries_raw)
     entries, in_texts = _parse_entries(doc, tournament, problems, keys)
@@ -484,6 +550,12 @@ def _check_storable(tournament: dict[str, Any], entries: EntryColumns, problems:
         + sum(filter(None, entries.fee_paid))
         + sum(filter(None, entries.prize_awarded))
         + sum(tournament["place_amounts"] or ())
+        + sum(entries.rebuys_paid)
+        + sum(entries.rebuy_fees_paid)
+        + sum(entries.bounty_paid)
+        + sum(entries.bounty)
+        + sum(filter(None, entries.bounties_won))
+        + (tournament["guarantee"] or 0)
     )
     if pool > DB_MAX_INTEGER:
         problems.add(
@@ -614,7 +686,12 @@ def _amount(
         return default
 
 
-def _parse_tournament(t: dict[str, Any], problems: _Problems, last_place: int) -> dict[str, Any]:
+def _parse_tournament(
+    t: dict[str, Any],
+    problems: _Problems,
+    last_place: int,
+    known_policies: Collection[str] | None = None,
+) -> dict[str, Any]:
     external_id = _string(
         t,
         "external_id",
@@ -654,10 +731,45 @@ def _parse_tournament(t: dict[str, Any], problems: _Problems, last_place: int) -
         )
 
     prizes, place_amounts = _parse_prizes(t, problems, last_place)
+    policy_id = _policy_id(t, problems, known_policies)
+    bounty = _amount(t, "bounty", "tournament.bounty", problems, required=False)
+    guarantee = _amount(t, "guarantee", "tournament.guarantee", problems, required=False)
+    if "bounty" in t and bounty is None:
+        # Refused above; still a knockout, so that its entries are not refused for bounties.
+        bounty = 0
     return dict(
         external_id=external_id, name=name, currency=currency, buy_in=buy_in, fee=fee,
         starts_at=starts_at, chips_in_play=chips_in_play, prizes=prizes, place_amounts=place_amounts,
+        policy_id=policy_id, bounty=bounty, guarantee=guarantee,
     )  # fmt: skip
+
+
+_POLICY_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+
+
+def _policy_id(
+    t: dict[str, Any], problems: _Problems, known_policies: Collection[str] | None
+) -> str | None:
+    """tournament.policy: the id of a policy the app knows (None: the app's default)."""
+    value = t.get("policy", _MISSING)
+    if value is _MISSING:
+        return None
+    if not isinstance(value, str):
+        problems.add(
+            "tournament.policy", f"must be a policy id string, not a JSON {_json_type(value)}"
+        )
+        return None
+    if not _POLICY_ID.fullmatch(value) or (
+        known_policies is not None and value not in known_policies
+    ):
+        known = ""
+        if known_policies is not None:
+            known = " (known: " + ", ".join(sorted(known_policies)) + ")"
+        problems.add(
+            "tournament.policy", f"{_shorten(value)!r} is not a policy this app knows{known}"
+        )
+        return None
+    return value
 
 
 def _parse_prizes(
@@ -813,18 +925,32 @@ def _parse_entries(
         return None, None
     default_buy_in = tournament["buy_in"] if tournament else None
     default_fee = tournament["fee"] if tournament else None
-    bulk = _bulk_entries(raw, default_buy_in, default_fee, keys)
-    if bulk is not None:
-        return bulk
+    # The knockout part of one entry's price; _UNKNOWN when the tournament itself was refused
+    # (its entries are then not refused for giving bounties).
+    bounty: int | None | object = tournament["bounty"] if tournament else _UNKNOWN
+    if bounty is not _UNKNOWN:
+        assert bounty is None or isinstance(bounty, int)
+        bulk = _bulk_entries(raw, default_buy_in, default_fee, keys, bounty)
+        if bulk is not None:
+            return bulk
     # Something is unusual: check entry by entry, to name every problem precisely.
-    entries = _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems)
+    entries = _parse_entries_one_by_one(raw, default_buy_in, default_fee, problems, bounty)
     return EntryColumns.from_entries(entries), None
 
 
+_UNKNOWN = object()
+_BOUNTY_FIELDS = ("bounty_paid", "bounty", "bounties_won")
+
+
 def _parse_entries_one_by_one(
-    raw: list[Any], default_buy_in: int | None, default_fee: int | None, problems: _Problems
+    raw: list[Any],
+    default_buy_in: int | None,
+    default_fee: int | None,
+    problems: _Problems,
+    tournament_bounty: int | None | object = None,
 ) -> list[Entry]:
     entries = []
+    tickets: dict[str, str] = {}  # ticket_id -> the entry that paid with it
     seen_ids: dict[str, int] = {}
     active_player: dict[str, str | None] = {}
     for i, e in enumerate(raw):
@@ -897,6 +1023,25 @@ def _parse_entries_one_by_one(
         fee_paid = _amount(
             e, "fee_paid", f"{label}.fee_paid", problems, required=False, default=default_fee
         )
+        rebuys_paid = _amount(
+            e, "rebuys_paid", f"{label}.rebuys_paid", problems, required=False, default=0
+        )
+        rebuy_fees_paid = _amount(
+            e, "rebuy_fees_paid", f"{label}.rebuy_fees_paid", problems, required=False, default=0
+        )
+        bounty_paid, bounty, bounties_won = _entry_bounties(
+            e, label, status, tournament_bounty, problems
+        )
+        paid_with = None
+        if "paid_with" in e:
+            paid = [buy_in_paid, rebuys_paid, fee_paid, rebuy_fees_paid, bounty_paid]
+            paid_with = _paid_with(
+                e["paid_with"],
+                label,
+                None if None in paid else sum(p or 0 for p in paid),
+                tickets,
+                problems,
+            )
 
         if entry_id is not None:
             if entry_id in seen_ids:
@@ -928,9 +1073,141 @@ def _parse_entries_one_by_one(
                 prize_awarded,
                 buy_in_paid or 0,
                 fee_paid or 0,
+                rebuys_paid or 0,
+                rebuy_fees_paid or 0,
+                bounty_paid,
+                bounty,
+                bounties_won,
+                paid_with,
             )
         )
     return entries
+
+
+def _entry_bounties(
+    e: dict[str, Any],
+    label: str,
+    status: str | None,
+    tournament_bounty: int | None | object,
+    problems: _Problems,
+) -> tuple[int, int, int | None]:
+    """(bounty_paid, bounty, bounties_won) of one entry (policies.md, knockouts)."""
+    if tournament_bounty is None:
+        for key in _BOUNTY_FIELDS:
+            if key in e:
+                problems.add(
+                    f"{label}.{key}",
+                    "is given but the tournament is not a knockout: tournament.bounty is "
+                    "required for any bounty field",
+                )
+        return 0, 0, None
+    default = tournament_bounty if isinstance(tournament_bounty, int) else 0
+    bounty_paid = _amount(
+        e, "bounty_paid", f"{label}.bounty_paid", problems, required=False, default=default
+    )
+    bounty_paid = bounty_paid or 0
+    if "bounty" in e and status == ELIMINATED:
+        problems.add(
+            f"{label}.bounty",
+            "an eliminated entry has no bounty on its head (the bounty is for active entries)",
+        )
+        bounty = 0
+    else:
+        bounty = _amount(e, "bounty", f"{label}.bounty", problems, required=False) or 0
+        if "bounty" not in e:
+            bounty = bounty_paid if status == ACTIVE else 0
+    bounties_won = _amount(e, "bounties_won", f"{label}.bounties_won", problems, required=False)
+    return bounty_paid, bounty, bounties_won
+
+
+_PAYMENT_KEYS = frozenset({"method", "amount", "ticket_id"})
+
+
+def _paid_with(
+    value: object,
+    label: str,
+    paid: int | None,
+    tickets: dict[str, str],
+    problems: _Problems,
+) -> tuple[Payment, ...] | None:
+    """An entry's `paid_with`: what it paid with, adding up exactly to what it paid (`paid`,
+    None when an amount of the entry was refused already). `tickets` gathers the ticket ids of
+    the snapshot: one ticket pays for one entry."""
+    path = f"{label}.paid_with"
+    if not isinstance(value, list):
+        problems.add(path, f"must be a JSON array of payments, not a JSON {_json_type(value)}")
+        return None
+    if len(value) > MAX_PAYMENTS:
+        problems.add(path, f"lists {len(value):,} payments; at most {MAX_PAYMENTS} are accepted")
+        return None
+    payments = []
+    ok = True
+    for j, item in enumerate(value):
+        where = f"{path}[{j}]"
+        if not isinstance(item, dict):
+            problems.add(where, f"must be a JSON object, not a JSON {_json_type(item)}")
+            ok = False
+            continue
+        for key in item:
+            if key not in _PAYMENT_KEYS:
+                problems.add(
+                    f"{where}.{_shorten(str(key))}",
+                    "is not a field of a payment (method, amount, ticket_id)",
+                )
+                ok = False
+        method = item.get("method", _MISSING)
+        if method is _MISSING:
+            problems.add(f"{where}.method", "is required (cash, tournament_money or ticket)")
+            ok = False
+        elif not isinstance(method, str) or method not in PAYMENT_METHODS:
+            shown = (
+                repr(_shorten(method))
+                if isinstance(method, str)
+                else f"a JSON {_json_type(method)}"
+            )
+            problems.add(
+                f"{where}.method", f"must be cash, tournament_money or ticket, not {shown}"
+            )
+            ok = False
+        amount = _amount(item, "amount", f"{where}.amount", problems, required=True)
+        ticket_id = None
+        if method == TICKET:
+            ticket_id = _identifier(item, "ticket_id", f"{where}.ticket_id", problems)
+            if ticket_id is not None:
+                if ticket_id in tickets:
+                    problems.add(
+                        f"{where}.ticket_id",
+                        f"ticket {ticket_id!r} is used twice (also by {tickets[ticket_id]}); "
+                        "a ticket pays for one entry",
+                    )
+                    ok = False
+                else:
+                    tickets[ticket_id] = label
+            else:
+                ok = False
+        elif "ticket_id" in item and method in PAYMENT_METHODS:
+            problems.add(f"{where}.ticket_id", f"only a ticket has a ticket_id, not {method}")
+            ok = False
+        if amount is None:
+            ok = False
+            continue
+        if ok:
+            payments.append(Payment(str(method), amount, ticket_id))
+    if not ok:
+        return None
+    given = sum(p.amount for p in payments)
+    if paid is not None and given != paid:
+        problems.add(
+            path,
+            f"adds up to {_cents_text(given)}, but the entry paid {_cents_text(paid)} "
+            "(buy_in_paid + rebuys_paid + fee_paid + rebuy_fees_paid + bounty_paid)",
+        )
+        return None
+    return tuple(payments)
+
+
+def _cents_text(cents: int) -> str:
+    return f"{cents // 100}.{cents % 100:02d}"
 
 
 def _parse_incident(doc: dict[str, Any], problems: _Problems) -> IncidentFacts | None:
@@ -954,7 +1231,10 @@ def _parse_incident(doc: dict[str, Any], problems: _Problems) -> IncidentFacts |
 
 
 def _parse_entries_in_bulk(
-    raw: list[Any], default_buy_in: int | None, default_fee: int | None
+    raw: list[Any],
+    default_buy_in: int | None,
+    default_fee: int | None,
+    bounty: int | None = None,
 ) -> EntryColumns | None:
     """The same checks as the entry-by-entry path, column by column, for well-formed snapshots.
 
@@ -963,7 +1243,7 @@ def _parse_entries_in_bulk(
     unusual, and the caller then checks entry by entry to name every problem precisely. So this
     path only ever accepts; it never refuses.
     """
-    bulk = _bulk_entries(raw, default_buy_in, default_fee, _keys_of(raw))
+    bulk = _bulk_entries(raw, default_buy_in, default_fee, _keys_of(raw), bounty)
     return None if bulk is None else bulk[0]
 
 
@@ -972,9 +1252,11 @@ def _bulk_entries(
     default_buy_in: int | None,
     default_fee: int | None,
     keys: frozenset[str] | None,
+    bounty: int | None = None,
 ) -> tuple[EntryColumns, int] | None:
     """_parse_entries_in_bulk, given the entries' keys (_keys_of); with the columns, the
-    number of ':' inside the ids and names, for the duplicate-key check (_entry_colons).
+    number of ':' inside the ids and names and the payments' objects, for the duplicate-key
+    check (_entry_colons). `bounty`: tournament.bounty (None: not a knockout).
 
     Each column is read once, and a field no entry gives is not read at all.
     """
@@ -1032,10 +1314,99 @@ def _bulk_entries(
     fees = _bulk_amounts(raw, "fee_paid", default_fee, keys)
     if prize_awarded is None or buy_ins is None or fees is None:
         return None
+    rebuys = _bulk_amounts(raw, "rebuys_paid", 0, keys)
+    rebuy_fees = _bulk_amounts(raw, "rebuy_fees_paid", 0, keys)
+    if rebuys is None or rebuy_fees is None:
+        return None
+    if bounty is None:
+        if not keys.isdisjoint(_BOUNTY_FIELDS):
+            return None  # a bounty field in a tournament that is not a knockout
+        bounty_paid: list[int] = [0] * n
+        heads: list[int] = bounty_paid
+        won: list[int | None] = [None] * n
+    else:
+        paid_bounties = _bulk_amounts(raw, "bounty_paid", bounty, keys)
+        given_heads = _bulk_amounts(raw, "bounty", None, keys)
+        won_given = _bulk_amounts(raw, "bounties_won", None, keys)
+        if paid_bounties is None or given_heads is None or won_given is None:
+            return None
+        bounty_paid, won = paid_bounties, won_given
+        # The bounty on an active entry's head, by default what it paid; none on an
+        # eliminated one (which may not give one).
+        heads = list(map(mul, bounty_paid, is_active))
+        if "bounty" in keys:
+            if any(map(is_not, compress(given_heads, map(not_, is_active)), repeat(None))):
+                return None
+            heads = [p if h is None else h for h, p in zip(given_heads, heads)]
+    paid_with: list[tuple[Payment, ...] | None] = [None] * n
+    if "paid_with" in keys:
+        payments = _bulk_payments(raw, (buy_ins, fees, rebuys, rebuy_fees, bounty_paid))
+        if payments is None:
+            return None
+        paid_with, payment_colons = payments
+        colons += payment_colons
     columns = EntryColumns(
-        ids, players, screens, statuses, chips, finish, prize_awarded, buy_ins, fees
-    )
+        ids, players, screens, statuses, chips, finish, prize_awarded, buy_ins, fees,
+        rebuys, rebuy_fees, bounty_paid, heads, won, paid_with,
+    )  # fmt: skip
     return columns, colons
+
+
+_ITEM_KEYS = {"cash": 2, "tournament_money": 2, "ticket": 3}  # method -> keys of its object
+
+
+def _bulk_payments(
+    raw: list[Any], paid: tuple[list[int], ...]
+) -> tuple[list[tuple[Payment, ...] | None], int] | None:
+    """The `paid_with` column, or None when anything is unusual (the entry-by-entry check then
+    names it); with the ':' of the payments' objects and ticket ids (_entry_colons).
+
+    Only the entries that give `paid_with` are visited; the amounts, methods and ticket ids
+    are checked as in _paid_with."""
+    n = len(raw)
+    column: list[tuple[Payment, ...] | None] = [None] * n
+    cents: dict[object, int] = {}
+    tickets: set[str] = set()
+    colons = 0
+    for i in compress(range(n), map(dict.__contains__, raw, repeat("paid_with", n))):
+        items = raw[i]["paid_with"]
+        if type(items) is not list or len(items) > MAX_PAYMENTS:
+            return None
+        payments = []
+        total = 0
+        for item in items:
+            if type(item) is not dict:
+                return None
+            method: Any = item.get("method")
+            text = item.get("amount")
+            if _ITEM_KEYS.get(method) != len(item) or type(text) is not str:
+                return None  # an unknown method or field, or a missing amount
+            amount = cents.get(text)
+            if amount is None:
+                try:
+                    amount = cents[text] = parse_amount(text)
+                except AmountError:
+                    return None
+            total += amount
+            colons += len(item)
+            ticket_id = None
+            if method == TICKET:
+                ticket_id = item.get("ticket_id")
+                if (
+                    type(ticket_id) is not str
+                    or not ticket_id.strip()
+                    or len(ticket_id) > MAX_ID_LENGTH
+                    or ticket_id in tickets
+                    or _has_control_character(ticket_id)
+                ):
+                    return None
+                tickets.add(ticket_id)
+                colons += ticket_id.count(":")
+            payments.append(Payment(method, amount, ticket_id))
+        if total != sum(column_[i] for column_ in paid):
+            return None
+        column[i] = tuple(payments)
+    return column, colons
 
 
 def _text_column(column: list[Any], required: bool) -> int | None:

@@ -1,12 +1,18 @@
 """A player's statement in the policy's own layout ("Your share of remaining amount (48,200/
 1,500,000 X $17,500) $562.33 ..."). Built once: the command line's --explain, the staff's screens
-and the text sent to players all use it.
+and the text sent to players all use it. Every component of the line has its own line, and every
+word comes from labels.STATEMENT_TEXT.
 """
 
-from .labels import rule_label
+from .labels import STATEMENT_TEXT, rule_label
 from .money import display
+from .policy import DEFAULT_POLICY_ID
 from .rules import FULL_REFUND, IN_THE_MONEY, Proposal
-from .snapshot import ACTIVE
+from .snapshot import ACTIVE, CASH, TICKET
+
+
+def _text(key: str, **values: object) -> str:
+    return STATEMENT_TEXT[key].format(**values)
 
 
 def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
@@ -14,93 +20,165 @@ def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
     line = proposal.line_for(entry_id)
     s = proposal.summary
     cur = proposal.currency
+    policy = proposal.terms
 
     def money(cents: int, short: bool = False) -> str:
         return display(cents, cur, drop_zero_cents=short)
 
+    tournament = f"{proposal.external_id} {proposal.name}".rstrip()
     out = [
-        (f"Tournament {proposal.external_id} {proposal.name}".rstrip() + ": cancelled", ""),
-        (f"Entry {line.entry_id}, player {line.player_id}", ""),
-        (f"Payout rule: {rule_label(proposal.rule)}", ""),
+        (_text("cancelled", tournament=tournament), ""),
+        (_text("entry", entry_id=line.entry_id, player_id=line.player_id), ""),
+        (_text("rule", rule=rule_label(proposal.rule)), ""),
+        (
+            _text(
+                "policy",
+                title=policy.title,
+                policy_id=proposal.policy.id,
+                version=proposal.policy.version,
+            ),
+            "",
+        ),
         ("", ""),
     ]
+    c = proposal.columns
+    rebuys = line.entry_id in proposal.rebought
     if proposal.rule == FULL_REFUND:
-        if proposal.site_wide_issue:
-            why = "Site issues impaired play throughout the tournament, in management's finding"
-        elif proposal.elapsed_seconds < 0:
-            why = "The tournament failed before play began"
-        else:
-            secs = int(proposal.elapsed_seconds)
-            why = f"The tournament failed {secs // 60} min {secs % 60:02d} s after the start, within 20 minutes"
-        out += [
-            (why + ": every registered entry is refunded its buy-in and fee.", ""),
-            ("", ""),
-            ("Your payout:", ""),
-            ("Buy in refund", money(line.buy_in_refund)),
-            ("Refund of tournament fee", money(line.fee_refund)),
-            ("Total paid out", money(line.total)),
-        ]
+        out.append((_full_refund_reason(proposal) + _refunded_text(proposal), ""))
+        out += [("", ""), (_text("your_payout"), "")]
+        refund_key = "buy_in_and_rebuys_refund" if rebuys else "buy_in_refund"
+        out.append((_text(refund_key), money(line.buy_in_refund)))
+        out.append((_text("fees_refund" if rebuys else "fee_refund"), money(line.fee_refund)))
+        if line.bounty_refund:
+            out.append((_text("bounty_paid_refund"), money(line.bounty_refund)))
+        out.append((_text("total"), money(line.total)))
+        if line.refunds is not None:
+            out += [("", ""), (_text("returned_as_paid"), "")]
+            for p in line.refunds:
+                if p.method == TICKET:
+                    label = _text("ticket", ticket_id=p.ticket_id)
+                elif p.method == CASH:
+                    label = _text("cash")
+                else:
+                    label = _text("tournament_money")
+                out.append((label, money(p.amount)))
         return out
 
     n = s["active"]
     guaranteed = s["guaranteed"]
     in_money = proposal.rule == IN_THE_MONEY
+    returned = policy.not_in_the_money_returned
     # "X for each" only when every active entry really got X: entries can have paid different
     # buy-ins (tickets, freerolls), and then an even total says nothing about each one.
-    c = proposal.columns
     refunds = {b for b, st in zip(c.buy_in_refund, c.status) if st == ACTIVE}
     per_entry = refunds.pop() if len(refunds) == 1 else None
     if in_money:
-        out.append(("Remaining prize pool", money(s["remaining_pool"])))
+        out.append((_text("remaining_pool"), money(s["remaining_pool"])))
         out.append(
             (
-                f"{money(guaranteed // n, True)} for each of the {n:,} players remaining",
+                _text("next_prize_each", each=money(guaranteed // n, True), n=f"{n:,}"),
                 money(guaranteed),
             )
         )
     else:
-        out.append(("Total prize pool", money(s["remaining_pool"])))
-        if per_entry is not None:
-            label = (
-                f"{money(per_entry, True)} buy-in refund for each of the {n:,} players remaining"
-            )
+        out.append((_text("total_pool"), money(s["remaining_pool"] + s.get("overlay_kept", 0))))
+        if s.get("overlay_kept"):
+            out.append((_text("overlay_kept"), "-" + money(s["overlay_kept"])))
+        if returned == "nothing":
+            out.append((_text("nothing_returned"), ""))
+        elif per_entry is not None:
+            label = _text("buy_in_each", each=money(per_entry, True), n=f"{n:,}")
+            out.append((label, money(guaranteed)))
         else:
-            label = f"Buy-in refunds to the {n:,} players remaining"
-        out.append((label, money(guaranteed)))
-    out.append(("Amount remaining for chip equity disbursement", money(s["equity_pool"])))
+            out.append((_text("buy_ins", n=f"{n:,}"), money(guaranteed)))
+    out.append((_text("equity_pool"), money(s["equity_pool"])))
+    equal_pool = s.get("equal_shares", 0)
+    percent = policy.equal_share_percent(in_money)
+    if equal_pool:
+        each, left = divmod(equal_pool, n)
+        label = _text(
+            "equal_pool",
+            percent=percent,
+            pool=money(s["equity_pool"]),
+            n=f"{n:,}",
+            each=money(each),
+        )
+        if left:
+            label += f" ({_text('equal_left', cents=f'{left:,}')})"
+        out.append((label, money(equal_pool)))
+        out.append((_text("chip_pool", percent=100 - percent), money(s["chip_equity"])))
     if s["capped_entries"]:
-        capped_total = s["equity_pool"] - proposal.equity_shared
+        capped_total = s["chip_equity"] - proposal.equity_shared
         out.append(
             (
-                f"Chip equity of the {s['capped_entries']:,} entries capped at first prize "
-                f"({money(s['first_place_cap'])})",
+                _text(
+                    "capped_pool", count=f"{s['capped_entries']:,}", cap=money(s["first_place_cap"])
+                ),
                 money(capped_total),
             )
         )
-        out.append(("Shared by chips among the other entries", money(proposal.equity_shared)))
-    out += [("", ""), ("Your payout:", "")]
+        out.append((_text("shared_by_chips"), money(proposal.equity_shared)))
+    if s.get("bounty_refunds"):
+        out.append((_text("heads", n=f"{n:,}"), money(s["bounty_refunds"])))
+    out += [("", ""), (_text("your_payout"), "")]
 
     if line.status != ACTIVE:
-        out += [
-            ("This entry was eliminated before the tournament was cancelled: no refund.", ""),
-            ("Total paid out", money(line.total)),
-        ]
+        out += [(_text("eliminated"), ""), (_text("total"), money(line.total))]
         return out
     if line.capped:
-        label = f"Your share of remaining amount, capped so that your prize money is at most first prize ({money(s['first_place_cap'])})"
+        label = _text("share_capped", cap=money(s["first_place_cap"]))
     else:
-        label = (
-            f"Your share of remaining amount ({line.chips:,}/{proposal.equity_chips:,} X "
-            f"{money(proposal.equity_shared, True)})"
+        label = _text(
+            "share",
+            chips=f"{line.chips:,}",
+            total_chips=f"{proposal.equity_chips:,}",
+            pool=money(proposal.equity_shared, True),
+        )
+    if equal_pool:
+        out.append(
+            (
+                _text("equal_share", percent=percent, pool=money(s["equity_pool"]), n=f"{n:,}"),
+                money(line.equal_share),
+            )
         )
     out.append((label, money(line.chip_equity)))
     if in_money:
-        out.append(("Next prize payout", money(line.next_prize)))
-    else:
-        out.append(("Buy in refund", money(line.buy_in_refund)))
-    out.append(("Refund of tournament fee", money(line.fee_refund)))
-    out.append(("Total paid out", money(line.total)))
+        out.append((_text("next_prize"), money(line.next_prize)))
+    elif returned != "nothing":
+        refund_key = (
+            "buy_in_and_rebuys_refund"
+            if returned == "buy_in_and_rebuys" and rebuys
+            else "buy_in_refund"
+        )
+        out.append((_text(refund_key), money(line.buy_in_refund)))
+    out.append((_text("fees_refund" if rebuys else "fee_refund"), money(line.fee_refund)))
+    if line.bounty_refund:
+        out.append((_text("bounty_refund"), money(line.bounty_refund)))
+    out.append((_text("total"), money(line.total)))
     return out
+
+
+def _full_refund_reason(proposal: Proposal) -> str:
+    policy = proposal.terms
+    reason = proposal.full_refund_reason
+    if reason == "site_wide_issue" or (reason is None and proposal.site_wide_issue):
+        if policy.id == DEFAULT_POLICY_ID:
+            return _text("why_site_wide_seed")
+        return _text("why_site_wide", finding=policy.management_finding)
+    if reason == "nothing_played" or (reason is None and proposal.elapsed_seconds <= 0):
+        return _text("why_before_start")
+    if reason == "before_first_elimination":
+        return _text("why_no_elimination")
+    secs = int(proposal.elapsed_seconds)
+    window = policy.within_minutes if policy.within_minutes is not None else 20
+    return _text("why_within", minutes=secs // 60, seconds=secs % 60, window=window)
+
+
+def _refunded_text(proposal: Proposal) -> str:
+    c = proposal.columns
+    if proposal.rebought or any(c.bounty_refund):
+        return _text("refunded_formats")
+    return _text("refunded_plain")
 
 
 def explain(proposal: Proposal, entry_id: str) -> str:

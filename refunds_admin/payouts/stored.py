@@ -18,9 +18,14 @@ from typing import Any
 
 import orjson
 
-from .snapshot import EntryColumns, IncidentFacts, Instant, PrizeRow, Snapshot
+from .snapshot import EntryColumns, IncidentFacts, Instant, Payment, PrizeRow, Snapshot
 
-FORM = "parsed-snapshot/1"
+FORM = "parsed-snapshot/2"  # 2: the tournament formats of policies.md (bounties, rebuys, paid_with)
+
+# The columns of the tournament formats, left out when no entry uses them (their value is then
+# what every entry of a plain snapshot has): most snapshots store and load none of them.
+_FORMAT_COLUMNS = ("rebuys_paid", "rebuy_fees_paid", "bounty_paid", "bounty", "bounties_won",
+                   "paid_with")  # fmt: skip
 
 
 def dump(snapshot: Snapshot) -> bytes:
@@ -37,7 +42,7 @@ def dump(snapshot: Snapshot) -> bytes:
         "chips_in_play": snapshot.chips_in_play,
         "prizes": [list(row) for row in snapshot.prizes],
         "place_amounts": snapshot.place_amounts,
-        "columns": snapshot.columns._asdict(),
+        "columns": _columns(snapshot.columns),
         "incident": None
         if incident is None
         else {
@@ -45,6 +50,9 @@ def dump(snapshot: Snapshot) -> bytes:
             "site_wide_issue": incident.site_wide_issue,
         },
         "emails": snapshot.emails,
+        "policy_id": snapshot.policy_id,
+        "bounty": snapshot.bounty,
+        "guarantee": snapshot.guarantee,
     }
     return zlib.compress(orjson.dumps(doc), 1)
 
@@ -66,7 +74,7 @@ def load(data: bytes) -> Snapshot | None:
         chips_in_play=doc["chips_in_play"],
         prizes=[PrizeRow(*row) for row in doc["prizes"]],
         place_amounts=doc["place_amounts"],
-        columns=EntryColumns(**{name: columns[name] for name in EntryColumns._fields}),
+        columns=_from_columns(columns),
         incident=None
         if incident is None
         else IncidentFacts(
@@ -76,7 +84,42 @@ def load(data: bytes) -> Snapshot | None:
             site_wide_issue=incident["site_wide_issue"],
         ),
         emails=doc["emails"],
+        policy_id=doc["policy_id"],
+        bounty=doc["bounty"],
+        guarantee=doc["guarantee"],
     )
+
+
+def _columns(columns: EntryColumns) -> dict[str, Any]:
+    doc: dict[str, Any] = columns._asdict()
+    for name in _FORMAT_COLUMNS:
+        column = doc[name]
+        if column.count(None) == len(column) if name in _NONE_COLUMNS else not any(column):
+            del doc[name]
+    if "paid_with" in doc:
+        doc["paid_with"] = [
+            None if items is None else [list(item) for item in items] for items in doc["paid_with"]
+        ]
+    return doc
+
+
+_NONE_COLUMNS = ("bounties_won", "paid_with")
+
+
+def _from_columns(doc: dict[str, Any]) -> EntryColumns:
+    n = len(doc["entry_id"])
+    values = {}
+    for name in EntryColumns._fields:
+        column = doc.get(name)
+        if column is None:
+            column = [None] * n if name in _NONE_COLUMNS else [0] * n
+        elif name == "paid_with":
+            column = [
+                None if items is None else tuple(Payment(*item) for item in items)
+                for items in column
+            ]
+        values[name] = column
+    return EntryColumns(**values)
 
 
 def _instant(value: Instant) -> list[Any]:

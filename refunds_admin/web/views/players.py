@@ -2,8 +2,7 @@ from django.shortcuts import render
 
 from refunds_admin.accounts.roles import CAN_READ
 from refunds_admin.errors import Refused
-from refunds_admin.ledger import methods as ledger_methods
-from refunds_admin.ledger import services as ledger_services
+from refunds_admin.ledger import selectors as ledger_selectors
 from refunds_admin.proposals import services as proposal_services
 
 from .. import queries
@@ -42,9 +41,9 @@ def player_lookup(request):
                 if t["state"] != "pending" and line.total_cents and shown < INLINE_STATEMENTS:
                     t["statements"].append((line, _statement(t["proposal"], line.entry_id)))
                     shown += 1
-        balances = sorted(ledger_services.player_balances(player).items())
+        balances = sorted(ledger_selectors.player_balances(player).items())
         # By form: a ticket given back is not cash, nor is tournament money.
-        forms = ledger_methods.player_refund_forms(player)
+        forms = ledger_selectors.player_refund_forms(player)
         if not forms["tickets"] and not forms["tournament_money"]:
             forms = None  # all in cash: the balance says it all
     return render(

@@ -12,7 +12,8 @@ from django.views.decorators.vary import vary_on_headers
 from refunds_admin.accounts import mfa
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
-from refunds_admin.ledger import services as ledger_services
+from refunds_admin.ledger import posting as ledger_posting
+from refunds_admin.ledger import selectors as ledger_selectors
 from refunds_admin.payouts.money import display, format_cents
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
@@ -449,11 +450,11 @@ def proposal_posting(request, pk):
 
 
 def _reconciliation_for(proposal):
-    """This proposal's row of ledger.services.reconcile(): approved total vs credits booked."""
-    return next(iter(ledger_services.reconcile([proposal.pk])), None)
+    """This proposal's row of ledger.selectors.reconcile(): approved total vs credits booked."""
+    return next(iter(ledger_selectors.reconcile([proposal.pk])), None)
 
 
 @role_required(CAN_DECIDE)
 @require_POST
 def proposal_resume_posting(request, pk):
-    return _press(request, pk, ledger_services.resume_posting, "Posting resumed.")
+    return _press(request, pk, ledger_posting.resume_posting, "Posting resumed.")

@@ -3,7 +3,7 @@ proposal was paid into (whatever this process's own CASHIER_URL says)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from refunds_admin.ledger.services import reconcile
+from refunds_admin.ledger.selectors import reconcile
 from refunds_admin.payouts.money import format_cents
 
 

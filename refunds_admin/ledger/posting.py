@@ -15,48 +15,45 @@ The flow, in the domain's words (docs/posting.md):
 4. The proposal becomes `posted` only when the wallet holds exactly the approved credits: the
    ledger to the cent, and, for the cashier, a confirmation for every credit.
 
+Delivery to the cashier is in delivery.py; what the pages read, in selectors.py.
+
 Failures are classified. An outage (cashier down or throttling, database or broker unreachable,
 a worker killed mid-run) never uses up the job's attempts: the job waits with capped exponential
-backoff for up to POSTING_OUTAGE_BUDGET, then fails and the managers are e-mailed. A definite
+backoff for up to POSTING_OUTAGE_BUDGET, then fails. A definite
 refusal (409/422: a human must look; 401/403: configuration) fails the job at once with the
 cashier's reason. Any other error counts as an attempt; after POSTING_MAX_ATTEMPTS the job fails.
-A failed job always says why (a database constraint insists).
+A failed job always says why (a database constraint insists), and its audit event
+`ledger.posting_failed` is what e-mails the managers, once, by their notification settings
+(notifications/staff.py).
 """
 
 import logging
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
-from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from refunds_admin.accounts.roles import CAN_DECIDE, MANAGER, require_role
+from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.proposals.posting import (
     CASHIER,
-    describe_wallet,
     queue_posting,
 )
 
-from .models import CashierDelivery, Component, Credit, PostingJob
-from .reconciliation import compare
+from .delivery import cashier_applied, deliver_all
+from .models import CashierDelivery, Credit, PostingJob
 from .summary import record_posted_total
 from .wallets import (
     CashierRefused,
     CashierStopped,
     CashierUnavailable,
-    CashierWallet,
     WalletNotConfigured,
-    cashier_at,
-    credit_body,
     wallet_for_job,
     wallet_problem,
 )
@@ -84,7 +81,7 @@ def max_attempts() -> int:
 
 
 def outage_budget() -> timedelta:
-    """How long an outage may last before the job fails and the managers are alerted."""
+    """How long an outage may last before the job fails (and the managers are told)."""
     return timedelta(seconds=getattr(settings, "POSTING_OUTAGE_BUDGET", 7200))
 
 
@@ -332,7 +329,6 @@ def _mark_running(job):
         job.outage_retries += 1
         job.last_error = "the worker posting this job stopped without finishing (killed or crashed)"
         if now - job.outage_since > outage_budget():
-            _alert_managers(job, job.last_error)
             return f"outage longer than the budget of {_budget_text()}: {job.last_error}"
     if proposal.status == Status.APPROVED:
         changed = PayoutProposal.objects.filter(pk=proposal.pk, status=Status.APPROVED).update(
@@ -394,7 +390,7 @@ def _post_all(job, wallet, *, max_chunks=None, lines_checked=False):
         after, posted, posted_cents = through, posted + credits, posted_cents + cents
         chunks += 1
     if wallet.external:
-        _deliver_all(job, wallet)
+        deliver_all(job, wallet)
     _finish(job)
     return True
 
@@ -412,106 +408,6 @@ def _advance(job, through, posted=None, posted_cents=None):
     if posted is not None:
         fields.update(posted=posted, posted_cents=posted_cents)
     PostingJob.objects.filter(pk=job.pk, posted_through__lt=through).update(**fields)
-
-
-def _beat(job):
-    """The job is alive (for the sweeper), even while a slow cashier answers."""
-    PostingJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())
-
-
-# ---------------------------------------------------------------------------------------------
-# Delivering to the cashier: batches of credits, many requests in flight, one commit per batch
-# ---------------------------------------------------------------------------------------------
-
-_COMPONENT_LABELS = dict(Component.choices)
-
-
-def _deliver_all(job, wallet):
-    """Send every booked credit of the proposal that the cashier has not confirmed yet, read
-    CASHIER_BATCH at a time as the requests go out (one stream, no pause between pages)."""
-    proposal = job.proposal
-    tournament = _tournament(proposal).external_id
-    page = max(1, getattr(settings, "CASHIER_BATCH", 2000))
-    cents_by_key: dict[str, int] = {}
-
-    def unconfirmed():
-        last_key = ""
-        while True:
-            credits = list(
-                Credit.objects.filter(proposal_id=proposal.pk, key__gt=last_key)
-                .exclude(delivery__state=CashierDelivery.State.APPLIED)
-                .order_by("key")
-                .values(
-                    "key",
-                    "entry_id",
-                    "component",
-                    "player_id",
-                    "currency",
-                    "amount_cents",
-                    "method",
-                    "ticket_id",
-                )[:page]
-            )
-            if not credits:
-                return
-            last_key = credits[-1]["key"]
-            for c in credits:
-                cents_by_key[c["key"]] = c["amount_cents"]
-                label = _COMPONENT_LABELS[c["component"]]
-                yield c["key"], credit_body(c, proposal.pk, tournament, label)
-
-    wallet.deliver(
-        unconfirmed(),
-        record=partial(_record_deliveries, job, cents_by_key),
-        heartbeat=partial(_beat, job),
-        batch=max(50, min(500, page)),
-    )
-
-
-def _record_deliveries(job, cents_by_key, results):
-    """One transaction per batch of answers: the deliveries (forward only: an applied one is
-    never touched again) and the job's progress (what the cashier confirmed). Only credits
-    without an applied delivery are ever sent, and one worker holds the job, so each applied
-    answer adds one credit to the progress (the check constraint caps it at the total)."""
-    table = connection.ops.quote_name(CashierDelivery._meta.db_table)
-    now = timezone.now()
-    rows = [
-        (
-            key,
-            CashierDelivery.State.APPLIED if o.applied else CashierDelivery.State.FAILED,
-            o.cashier_credit_id[:128],
-            o.error,
-            now,
-        )
-        for key, o in results
-    ]
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"INSERT INTO {table} (credit_id, state, cashier_credit_id, error, updated_at) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (credit_id) DO UPDATE SET "
-                "state = excluded.state, cashier_credit_id = excluded.cashier_credit_id, "
-                "error = excluded.error, updated_at = excluded.updated_at "
-                f"WHERE {table}.state <> 'applied'",
-                rows,
-            )
-        confirmed = [key for key, o in results if o.applied]
-        fields: dict[str, Any] = {"heartbeat_at": now}
-        if confirmed:
-            fields.update(
-                posted=F("posted") + len(confirmed),
-                posted_cents=F("posted_cents") + sum(cents_by_key.pop(k) for k in confirmed),
-                outage_since=None,
-                outage_retries=0,
-                retry_at=None,
-            )
-        PostingJob.objects.filter(pk=job.pk).update(**fields)
-
-
-def _cashier_applied(proposal_id):
-    return CashierDelivery.objects.filter(
-        credit__proposal_id=proposal_id, state=CashierDelivery.State.APPLIED
-    ).aggregate(n=Count("pk"), cents=Sum("credit__amount_cents"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -575,7 +471,7 @@ def _final_check(job):
             f"the approved proposal {job.total} credits for {proposal.total_cents} cents"
         )
     if job.wallet == CASHIER:
-        applied = _cashier_applied(proposal.pk)
+        applied = cashier_applied(proposal.pk)
         if applied["n"] != job.total or (applied["cents"] or 0) != proposal.total_cents:
             refused = CashierDelivery.objects.filter(
                 credit__proposal_id=proposal.pk, state=CashierDelivery.State.FAILED
@@ -596,7 +492,8 @@ def _budget_text():
 
 def _outage(job, exc):
     """An outage stopped this run: queue the job again after a capped exponential backoff,
-    without using up an attempt; past the outage budget, fail it and alert the managers."""
+    without using up an attempt; past the outage budget, fail it (the failure tells the
+    managers)."""
     reason = f"{type(exc).__name__}: {exc}"[:2000]
     now = timezone.now()
     with transaction.atomic():
@@ -620,7 +517,6 @@ def _outage(job, exc):
                 ),
             )
     if stop:
-        _alert_managers(job, reason)
         _fail(job, stop)
         raise PostingStopped(stop) from exc
     log.warning("posting of proposal %s waits %g s: %s", job.proposal_id, countdown, reason)
@@ -638,51 +534,6 @@ def _record_error(job, exc):
     PostingJob.objects.filter(pk=job.pk).update(attempts=job.attempts + 1)
     if job.attempts + 1 >= max_attempts():
         _fail(job, f"gave up after {job.attempts + 1} attempts; last error: {message}")
-
-
-def _manager_emails():
-    return list(
-        get_user_model()
-        .objects.filter(groups__name=MANAGER, is_active=True)
-        .exclude(email="")
-        .values_list("email", flat=True)
-        .distinct()
-    )
-
-
-def _alert_managers(job, reason):
-    """E-mail the managers, once per outage, that a posting job outlasted the outage budget
-    (after commit: a rolled-back decision sends nothing)."""
-    changed = PostingJob.objects.filter(pk=job.pk, alerted_at__isnull=True).update(
-        alerted_at=timezone.now()
-    )
-    if not changed:
-        return
-    proposal_id = job.proposal_id
-    where = describe_wallet(job.wallet, job.wallet_identity)
-
-    def send():
-        recipients = _manager_emails()
-        if not recipients:
-            log.error(
-                "posting of proposal %s outlasted its outage budget; no manager has an e-mail",
-                proposal_id,
-            )
-            return
-        send_mail(
-            subject=f"Posting of proposal {proposal_id} stopped: outage longer than {_budget_text()}",
-            message=(
-                f"The refunds of proposal {proposal_id} could not be paid into {where} for more "
-                f"than {_budget_text()}. Last error: {reason}\n\nNothing was paid twice; the "
-                "job is marked failed. Once the wallet is back, resume the posting from the "
-                "proposal's posting page: it continues where it stopped."
-            ),
-            from_email=None,
-            recipient_list=recipients,
-            fail_silently=True,
-        )
-
-    transaction.on_commit(send)
 
 
 def _fail(job, reason):
@@ -758,152 +609,3 @@ def resume_posting(proposal: PayoutProposal, *, acting_user) -> None:
     )
     transaction.on_commit(partial(kick_posting, proposal.pk))
     proposal.status = Status.APPROVED
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading: progress bar, player lookup, reconciliation
-# ---------------------------------------------------------------------------------------------
-
-
-def posting_progress(proposal: PayoutProposal) -> dict:
-    """What the progress bar shows. Before approval there is no job: state None; approved but
-    not yet picked up by a worker (the first run creates the job): queued. `wallet` says where
-    the money goes, as recorded at approval."""
-    job = PostingJob.objects.filter(proposal_id=proposal.pk).first()
-    if job is None:
-        approved = proposal.status == Status.APPROVED
-        return {
-            "posted": 0,
-            "total": 0,
-            "posted_cents": 0,
-            "total_cents": proposal.total_cents,
-            "state": State.QUEUED if approved else None,
-            "error": "",
-            "percent": 0,
-            "wallet": describe_wallet(proposal.wallet, proposal.wallet_identity)
-            if proposal.wallet
-            else "",
-        }
-    percent = 100 if job.total == 0 else (100 * job.posted) // job.total
-    if job.state == State.POSTED:
-        percent = 100
-    return {
-        "posted": job.posted,
-        "total": job.total,
-        "posted_cents": job.posted_cents,
-        "total_cents": job.total_cents,
-        "state": job.state,
-        "error": job.last_error,
-        "percent": percent,
-        "attempts": job.attempts,
-        "heartbeat_at": job.heartbeat_at,
-        "wallet": describe_wallet(job.wallet, job.wallet_identity),
-    }
-
-
-def player_credits(player_id: str) -> dict:
-    """Every credit a player received, newest proposal first, with balances per currency."""
-    credits = list(
-        Credit.objects.filter(player_id=player_id)
-        .select_related("proposal__incident__tournament")
-        .order_by("-proposal_id", "entry_id", "key")
-    )
-    balances: dict[str, int] = {}
-    for credit in credits:
-        balances[credit.currency] = balances.get(credit.currency, 0) + credit.amount_cents
-    return {"credits": credits, "balances": balances}
-
-
-def player_balances(player_id: str) -> dict[str, int]:
-    """{currency: cents}: a player's balance follows from their credits."""
-    return dict(
-        Credit.objects.filter(player_id=player_id)
-        .values("currency")
-        .annotate(cents=Sum("amount_cents"))
-        .values_list("currency", "cents")
-    )
-
-
-def reconcile(proposal_ids: list[int] | None = None) -> list[dict]:
-    """Per approved proposal (or only those in `proposal_ids`): approved total vs credits booked,
-    and vs the wallet the proposal was approved to be paid into, whatever this process's own
-    settings. Rows with `ok` False are mismatches; a proposal paid into a cashier this process
-    is not configured for cannot be checked, and says so (not ok)."""
-    rows = []
-    proposals = (
-        PayoutProposal.objects.filter(
-            status__in=[Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED]
-        )
-        .select_related("posting_job")
-        .order_by("pk")
-    )
-    if proposal_ids is not None:
-        proposals = proposals.filter(pk__in=proposal_ids)
-    cashiers: dict[str, CashierWallet] = {}
-    for proposal in proposals:
-        job = getattr(proposal, "posting_job", None)
-        wallet = job.wallet if job else proposal.wallet
-        identity = job.wallet_identity if job else proposal.wallet_identity
-        booked = Credit.objects.filter(proposal_id=proposal.pk).aggregate(
-            n=Count("pk"), cents=Sum("amount_cents")
-        )
-        row = {
-            "proposal": proposal.pk,
-            "status": proposal.status,
-            "currency": proposal.currency,
-            "wallet": wallet,
-            "wallet_identity": identity,
-            "approved_cents": proposal.total_cents,
-            "booked_cents": booked["cents"] or 0,
-            "booked_credits": booked["n"],
-            "cashier_cents": None,
-            "problems": [],
-        }
-        row["by_method"] = {
-            method: {"ledger_cents": cents, "cashier_cents": None}
-            for method, cents in Credit.objects.filter(proposal_id=proposal.pk)
-            .values("method")
-            .annotate(cents=Sum("amount_cents"))
-            .order_by("method")
-            .values_list("method", "cents")
-        }
-        if proposal.status == Status.POSTED and row["booked_cents"] != proposal.total_cents:
-            row["problems"].append("posted, but the ledger differs from the approved total")
-        if row["booked_cents"] > proposal.total_cents:
-            row["problems"].append("the ledger holds more than was approved")
-        if wallet == CASHIER:
-            if wallet_problem(wallet, identity):
-                # Loud, never "ok": this process cannot see the wallet the money went to.
-                row["problems"].append(
-                    f"paid into {describe_wallet(wallet, identity)}, which this process is not "
-                    f"configured for: cannot check it (set CASHIER_URL={identity})"
-                )
-            elif booked["n"] or proposal.status == Status.POSTED:
-                cashier = cashiers.setdefault(identity, cashier_at(identity))
-                _compare_with_cashier(proposal, cashier, row)
-        row["ok"] = not row["problems"]
-        rows.append(row)
-    return rows
-
-
-def _compare_with_cashier(proposal, cashier, row):
-    """Per credit, per method and per ticket (ledger.reconciliation)."""
-    try:
-        held = cashier.credits_for(f"proposal {proposal.pk} ")
-    except (CashierUnavailable, CashierStopped) as exc:
-        row["problems"].append(f"cashier unreachable: {exc}")
-        return
-    row["cashier_cents"] = sum(c["amount_cents"] for c in held)
-    ours = Credit.objects.filter(proposal_id=proposal.pk).values(
-        "key", "amount_cents", "method", "ticket_id"
-    )
-    found = compare(ours, held)
-    row["by_method"] = {
-        method: {
-            "ledger_cents": found.ledger_by_method.get(method, 0),
-            "cashier_cents": found.cashier_by_method.get(method, 0),
-        }
-        for method in sorted(set(found.ledger_by_method) | set(found.cashier_by_method))
-    }
-    row["tickets"] = {"ledger": found.ledger_tickets, "cashier": found.cashier_tickets}
-    row["problems"].extend(found.problems(complete=proposal.status == Status.POSTED))
