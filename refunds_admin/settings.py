@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "refunds_admin.accounts",
     "refunds_admin.audit",
     "refunds_admin.ops",
+    "refunds_admin.policies",
     "refunds_admin.tournaments",
     "refunds_admin.incidents",
     "refunds_admin.outages",

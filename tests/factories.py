@@ -450,3 +450,65 @@ def approve_outage(outage_, approver, *, only=None):
         fingerprint=batches.outage_fingerprint(seen.values()),
         acting_user=approver,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Cancellation policies
+# --------------------------------------------------------------------------------------------
+
+
+def policy_doc(policy_id="roll-forward-50-50", **changes):
+    """A cancellation-policy/1 document: the preset `policy_id` with `changes` applied
+    ("full_refund.within_minutes": 10 changes a nested field)."""
+    from refunds_admin.payouts.policy import PRESETS
+
+    doc = copy.deepcopy(PRESETS[policy_id].document())
+    for path, value in changes.items():
+        target = doc
+        *parents, last = path.split(".")
+        for name in parents:
+            target = target[name]
+        target[last] = value
+    return doc
+
+
+def proposed_policy_version(proposer, doc=None, **changes):
+    from refunds_admin.policies import services as policies
+
+    return policies.propose_policy_version(doc or policy_doc(**changes), acting_user=proposer)
+
+
+def approved_policy_version(proposer, approver, doc=None, **changes):
+    """Proposed by one manager, approved by another with a current code of their app."""
+    from refunds_admin.policies import services as policies
+
+    version = proposed_policy_version(proposer, doc, **changes)
+    return policies.approve_policy_version(
+        version, acting_user=approver, sha256=version.sha256, code=totp_code(approver)
+    )
+
+
+# A progressive knockout (policies.md; examples 11 and 13 are its models): the standard
+# tournament at $30 + $10 KO + $3, the bounty on each active head grown by the knockouts made,
+# every entry giving its bounties won (paid in 10 x $10 = heads $60 + won $40), one rebuy, and
+# two entries paid otherwise than in cash: e1 with ticket TKT-1, e5 with tournament money.
+KNOCKOUT_BOUNTIES = {0: ("20.00", "20.00"), 1: ("15.00", "10.00"), 2: ("10.00", "0.00"),
+                     3: ("15.00", "10.00")}  # fmt: skip
+
+
+def knockout_doc(external_id="T-KO", *, paid_with=True, **extra):
+    fields = {
+        index: {"bounty": bounty, "bounties_won": won}
+        for index, (bounty, won) in KNOCKOUT_BOUNTIES.items()
+    }
+    for index in range(4, 10):
+        fields[index] = {"bounties_won": "0.00"}
+    fields[1] |= {"rebuys_paid": "30.00", "rebuy_fees_paid": "3.00"}
+    if paid_with:
+        fields[0]["paid_with"] = [{"method": "ticket", "amount": "43.00", "ticket_id": "TKT-1"}]
+        fields[4]["paid_with"] = [
+            {"method": "tournament_money", "amount": "20.00"},
+            {"method": "cash", "amount": "23.00"},
+        ]
+    extra.setdefault("bounty", "10.00")
+    return snapshot_doc(external_id, entry_fields=fields, **extra)

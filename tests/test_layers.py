@@ -20,6 +20,7 @@ ENGINE = PACKAGE / "payouts"
 # audit's request context.
 LAYERS = [
     "payouts",
+    "policies",
     "tournaments",
     "incidents",
     "outages",

@@ -354,6 +354,38 @@ def _totals(after):
     return ", ".join(display(v, c, symbol=False) for c, v in totals.items() if isinstance(v, int))
 
 
+def _version(a):
+    return f"{a.get('policy')} v{a.get('version')}"
+
+
+# Cancellation policies: versions proposed and decided (four eyes), the default, and the policy
+# a tournament runs under.
+SENTENCES.update(
+    {
+        "policy.version_proposed": lambda e, b, a: (
+            f"{e.actor_name} proposed policy version {_version(a)} ({a.get('title')}), "
+            f"SHA-256 {str(a.get('sha256', ''))[:12]}…"
+        ),
+        "policy.version_approved": lambda e, b, a: (
+            f"{e.actor_name} approved policy version {_version(a)}: tournaments imported under "
+            f"{a.get('policy')} get it from now on"
+        ),
+        "policy.version_rejected": lambda e, b, a: (
+            f"{e.actor_name} rejected policy version {_version(a)}"
+        ),
+        "policy.default_set": lambda e, b, a: (
+            f"{e.actor_name} made {a.get('policy')} the default policy (was {b.get('policy')})"
+        ),
+        "tournament.policy_changed": lambda e, b, a: (
+            f"{e.actor_name} put tournament {e.tournament_external_id} under policy "
+            f"{a.get('policy')} (was {b.get('policy')}): a live proposal must be prepared again"
+        ),
+    }
+)
+OBJECT_LABELS.update({"policyversion": "policy version", "defaultpolicy": "default policy"})
+KEY_LABELS["policy"] = "Policy"
+
+
 # Outages: one failure, many tournaments. The outage's own events; each incident and proposal
 # keeps its own events too.
 SENTENCES.update(

@@ -22,6 +22,7 @@ from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import FULL_REFUND, IN_THE_MONEY, select_rule
 from refunds_admin.payouts.labels import RULE_TEXT
+from refunds_admin.policies.describe import full_refund_condition
 from refunds_admin.tournaments import services as tournaments
 from refunds_admin.tournaments.models import Snapshot, Tournament
 from refunds_admin.tournaments.services import engine_snapshot
@@ -44,6 +45,10 @@ class RulePreview(NamedTuple):
     rule: str
     sentence: str
     before_start: bool = False
+    # Which policy applies ("ultimatepoker-2026 v1: UltimatePoker.com …") and its rule-1
+    # condition, so that staff read why the rule follows.
+    policy: str = ""
+    condition: str = ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,16 +124,23 @@ def rule_sentence(
     entries: int,
     active: int,
     paid_places: int,
+    finding: str | None = None,
 ) -> str:
     """The sentence shown beside the incident form, e.g. "failed 14 min after start: full refund
-    of buy-in and fee to all 1,000 entries"."""
+    of buy-in and fee to all 1,000 entries". `finding`: the policy's words for management's
+    finding (its `management_finding`), named when it was confirmed."""
     if elapsed_seconds < 0:
         when = f"failed {elapsed_in_words(elapsed_seconds)} before the start"
     else:
         when = f"failed {elapsed_in_words(elapsed_seconds)} after start"
     payout = RULE_TEXT[rule].payout
     if rule == FULL_REFUND:
-        why = "site-wide issues confirmed, " + when if site_wide_issue else when
+        confirmed = (
+            "site-wide issues confirmed"
+            if finding is None
+            else f"management found: {finding.rstrip('.')}"
+        )
+        why = f"{confirmed}, {when}" if site_wide_issue else when
         return f"{why}: {payout} to all {entries:,} entries"
     places = "within the" if rule == IN_THE_MONEY else "more than the"
     return (
@@ -137,8 +149,12 @@ def rule_sentence(
     )
 
 
-def _rule_for(parsed: ParsedSnapshot, failed_at: datetime, site_wide_issue: bool) -> str:
-    return select_rule(parsed, failed_at, bool(site_wide_issue))
+def _rule_for(
+    parsed: ParsedSnapshot, failed_at: datetime, site_wide_issue: bool, tournament: Tournament
+) -> str:
+    """The rule under the tournament's own policy version."""
+    policy = tournament.policy_version.engine()
+    return select_rule(parsed, failed_at, bool(site_wide_issue), policy=policy)
 
 
 def preview_rule(
@@ -151,7 +167,8 @@ def preview_rule(
     snapshot = tournaments.current_snapshot(tournament)
     parsed = engine_snapshot(snapshot)
     _check_failed_at(parsed, failed_at)
-    rule = _rule_for(parsed, failed_at, site_wide_issue)
+    rule = _rule_for(parsed, failed_at, site_wide_issue, tournament)
+    policy = tournament.policy_version.engine()
     sentence = rule_sentence(
         rule,
         elapsed_seconds=(failed_at - parsed.starts_at.at).total_seconds(),
@@ -159,15 +176,22 @@ def preview_rule(
         entries=snapshot.entries_count,
         active=snapshot.active_count,
         paid_places=parsed.last_paid_place,
+        finding=policy.management_finding,
     )
-    return RulePreview(rule, sentence, fails_before_start(parsed, failed_at))
+    return RulePreview(
+        rule,
+        sentence,
+        fails_before_start(parsed, failed_at),
+        policy=f"{tournament.policy_version.label}: {policy.title}",
+        condition=full_refund_condition(policy),
+    )
 
 
 def store_rule(
     incident: Incident, parsed: ParsedSnapshot, *, acting_user: User | None, why: str
 ) -> str:
     """Recompute the incident's rule from the parsed current snapshot; audit a change."""
-    rule = _rule_for(parsed, incident.failed_at, incident.site_wide_issue)
+    rule = _rule_for(parsed, incident.failed_at, incident.site_wide_issue, incident.tournament)
     if rule != incident.rule:
         before = incident.rule
         Incident.objects.filter(pk=incident.pk).update(rule=rule)
@@ -302,7 +326,7 @@ def record_incident(
             f"Tournament {tournament.external_id} already has an incident that is open or "
             "cancelled; there is one incident per failure."
         )
-    rule = _rule_for(parsed, failed_at, False)
+    rule = _rule_for(parsed, failed_at, False, tournament)
     try:
         with transaction.atomic():
             incident = Incident.objects.create(
@@ -505,7 +529,7 @@ def confirm_site_wide_issue(
         raise Refused(f"A site-wide issue was already confirmed for incident {fresh.pk}.")
     before_rule = fresh.rule
     parsed = engine_snapshot(tournaments.current_snapshot(fresh.tournament))
-    rule = _rule_for(parsed, fresh.failed_at, True)
+    rule = _rule_for(parsed, fresh.failed_at, True, fresh.tournament)
     Incident.objects.filter(pk=fresh.pk, site_wide_issue=False).update(
         site_wide_issue=True,
         site_wide_justification=justification,
@@ -568,3 +592,33 @@ def _flag_overdue(incident: Incident) -> bool:
     # (notifications, a higher layer; each manager can turn it off): never twice, never for
     # nothing.
     return True
+
+
+# --------------------------------------------------------------------------------------------
+# The tournament's policy
+# --------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def change_tournament_policy(
+    tournament: Tournament, version: Any, *, acting_user: User, reason: str
+) -> Tournament:
+    """`tournaments.services.change_tournament_policy`, then the live incident's rule is
+    recomputed under the new policy (its window or its finding may select another rule). A live
+    proposal is stale from then on (proposals.services) and must be prepared again."""
+    tournament = tournaments.change_tournament_policy(
+        tournament, version, acting_user=acting_user, reason=reason
+    )
+    incident = (
+        Incident.objects.select_for_update()
+        .select_related("tournament__policy_version")
+        .filter(
+            tournament_id=tournament.pk,
+            status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED],
+        )
+        .first()
+    )
+    if incident is not None:
+        parsed = engine_snapshot(tournaments.current_snapshot(tournament))
+        store_rule(incident, parsed, acting_user=acting_user, why="tournament policy changed")
+    return tournament

@@ -20,6 +20,9 @@ class Component(models.TextChoices):
     NEXT_PRIZE = "next_prize", "Next prize"
     CHIP_EQUITY = "chip_equity", "Chip equity"
     FEE_REFUND = "fee_refund", "Fee refund"
+    # A policy's components (policies.md), paid in cash like the four above.
+    EQUAL_SHARE = "equal_share", "Equal share"
+    BOUNTY_REFUND = "bounty_refund", "Bounty"
     # A rule-1 refund given back in the form it was paid (policies.md, `refund_form: as_paid`):
     # the line's `refunds` replace its buy-in, fee and bounty refunds as credits, one credit per
     # method and one per ticket (REFUND_COMPONENTS).
@@ -55,12 +58,15 @@ def method_of(component: str) -> str:
     return Method.CASH
 
 
-# PayoutLine field holding each component's amount, in statement order.
+# PayoutLine field holding each component's amount, in statement order (the policy's two
+# components last, so that the first four keep the order they always had).
 COMPONENT_FIELDS = [
     (Component.BUY_IN_REFUND, "buy_in_refund_cents"),
     (Component.NEXT_PRIZE, "next_prize_cents"),
     (Component.CHIP_EQUITY, "chip_equity_cents"),
     (Component.FEE_REFUND, "fee_refund_cents"),
+    (Component.EQUAL_SHARE, "equal_share_cents"),
+    (Component.BOUNTY_REFUND, "bounty_refund_cents"),
 ]
 
 
@@ -312,6 +318,8 @@ class PostedTotal(models.Model):
     next_prize_cents = models.BigIntegerField()
     chip_equity_cents = models.BigIntegerField()
     fee_refund_cents = models.BigIntegerField()
+    equal_share_cents = models.BigIntegerField(default=0)
+    bounty_refund_cents = models.BigIntegerField(default=0)
     # The same money by the form it took (from the credits' methods): cash paid, tournament
     # money credited, tickets returned (how many, and their value).
     cash_cents = models.BigIntegerField(default=0)
@@ -332,8 +340,10 @@ class PostedTotal(models.Model):
                     + models.F("next_prize_cents")
                     + models.F("chip_equity_cents")
                     + models.F("fee_refund_cents")
+                    + models.F("equal_share_cents")
+                    + models.F("bounty_refund_cents")
                 ),
-                name="posted_total_is_sum_of_components",
+                name="posted_total_is_sum_of_six_components",
             ),
             models.CheckConstraint(
                 condition=Q(

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from refunds_admin.payouts.rules import fingerprint_header, fingerprint_lines
+from refunds_admin.proposals import fingerprint
 from refunds_admin.proposals.models import PayoutLine
 
 from .models import COMPONENT_FIELDS, Credit, credit_key
@@ -55,54 +55,56 @@ def sort_memory():
 
 
 # ---------------------------------------------------------------------------------------------
-# The fingerprint of the stored lines: the engine's canonical fingerprint (payouts.rules), so
-# that "the lines still match what the manager approved" is checked against the very fingerprint
-# quoted at approval, not a second scheme.
+# The fingerprint of the stored lines: the engine's canonical fingerprint, so that "the lines
+# still match what the manager approved" is checked against the very fingerprint quoted at
+# approval, not a second scheme. Its SQL twin lives beside the Python form in
+# proposals/fingerprint.py.
 # ---------------------------------------------------------------------------------------------
 
-_FINGERPRINT_SQL = f"""
-SELECT encode(sha256(convert_to(
-           %(header)s || coalesce(string_agg(concat(
-               length(entry_id), ':', entry_id, length(player_id), ':', player_id,
-               buy_in_refund_cents, ',', next_prize_cents, ',', chip_equity_cents, ',',
-               fee_refund_cents, ',', total_cents, E'\\n'), '' ORDER BY position), ''),
-       'UTF8')), 'hex'),
+
+def _summary_sql(digest):
+    return f"""
+SELECT {digest},
        count(*),
        coalesce(sum({" + ".join(f"({f} > 0)::int" for f in _AMOUNT_FIELDS)}), 0),
        coalesce(sum({" + ".join(_AMOUNT_FIELDS)}), 0)
 FROM {_LINES_TABLE} WHERE proposal_id = %(proposal)s
 """
-_FINGERPRINT_FIELDS = [
-    "entry_id", "player_id", "buy_in_refund_cents", "next_prize_cents",
-    "chip_equity_cents", "fee_refund_cents", "total_cents",
-]  # fmt: skip
+
+
+# One statement per canonical form (proposals/fingerprint.py).
+_SUMMARY_SQL = {
+    fingerprint.LEGACY_DIGEST_SQL: _summary_sql(fingerprint.LEGACY_DIGEST_SQL),
+    fingerprint.POLICY_DIGEST_SQL: _summary_sql(fingerprint.POLICY_DIGEST_SQL),
+}
 
 
 def lines_summary(proposal):
     """(fingerprint, lines, credits, cents) of a proposal's stored lines; zero components are no
     credit. The fingerprint is computed in the database on PostgreSQL (no line leaves it)."""
     if _postgres():
-        header = fingerprint_header(
-            proposal.incident.tournament.external_id, proposal.currency, proposal.rule
-        )
+        # The legacy or the policy form of the fingerprint, as the proposal has it.
+        digest, header = fingerprint.digest_sql(proposal)
         with sort_memory(), connection.cursor() as cursor:
-            cursor.execute(_FINGERPRINT_SQL, {"header": header, "proposal": proposal.pk})
-            fingerprint, lines, credits, cents = cursor.fetchone()
-        return fingerprint, lines, int(credits), int(cents)
+            cursor.execute(_SUMMARY_SQL[digest], {"header": header, "proposal": proposal.pk})
+            digest, lines, credits, cents = cursor.fetchone()
+        return digest, lines, int(credits), int(cents)
     return lines_summary_in_python(proposal)
 
 
 def lines_summary_in_python(proposal):
-    rows = list(
-        PayoutLine.objects.filter(proposal_id=proposal.pk)
-        .order_by("position")
-        .values_list(*_FINGERPRINT_FIELDS)
+    amounts = [
+        amount
+        for row in PayoutLine.objects.filter(proposal_id=proposal.pk).values_list(*_AMOUNT_FIELDS)
+        for amount in row
+    ]
+    lines = PayoutLine.objects.filter(proposal_id=proposal.pk).count()
+    return (
+        fingerprint.python_fingerprint(proposal),
+        lines,
+        sum(1 for a in amounts if a > 0),
+        sum(amounts),
     )
-    fingerprint = fingerprint_lines(
-        proposal.incident.tournament.external_id, proposal.currency, proposal.rule, iter(rows)
-    )
-    amounts = [amount for row in rows for amount in row[2:6]]
-    return fingerprint, len(rows), sum(1 for a in amounts if a > 0), sum(amounts)
 
 
 # ---------------------------------------------------------------------------------------------

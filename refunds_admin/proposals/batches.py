@@ -303,6 +303,10 @@ _REVIEW_FIELDS = (
     "incident__tournament__external_id", "incident__tournament__name",
     "incident__tournament__current_snapshot_id",
     "prepared_by__username", "submitted_by__username",
+    # Each tournament runs under its own policy: the review names it, and a proposal whose
+    # policy version is no longer the tournament's is stale.
+    "policy_version_id", "policy_id", "policy_version_number", "policy_sha256",
+    "incident__tournament__policy_version_id",
 )  # fmt: skip
 
 

@@ -20,7 +20,27 @@ if TYPE_CHECKING:
 
     from .models import PayoutProposal
 
-COMPONENTS = ("buy_in_refund", "next_prize", "chip_equity", "fee_refund")
+COMPONENTS = (
+    "buy_in_refund",
+    "next_prize",
+    "equal_share",
+    "chip_equity",
+    "fee_refund",
+    "bounty_refund",
+)
+# The components each rule pays (policies.md); the approval page reconciles only these.
+RULE_COMPONENTS = {
+    "full_refund": ("buy_in_refund", "fee_refund", "bounty_refund"),
+    "in_the_money": ("next_prize", "equal_share", "chip_equity", "fee_refund", "bounty_refund"),
+    "not_in_the_money": (
+        "buy_in_refund",
+        "equal_share",
+        "chip_equity",
+        "fee_refund",
+        "bounty_refund",
+    ),
+}
+CASH = "cash"
 TOP = 10
 MAX_CAPPED = 50
 MAX_CHANGES = 20
@@ -28,10 +48,39 @@ MAX_CHANGES = 20
 
 def _pool_in(rule: str, summary: dict[str, Any]) -> int:
     """What went into the pool the lines pay out, from the engine's summary: under rule 1 the
-    buy-ins and fees paid; under rule 2 the remaining prize pool plus the active entries' fees."""
+    buy-ins (rebuys included), fees and knockout parts paid; under rule 2 the remaining prize
+    pool (after any overlay the house keeps) plus the active entries' fees and the bounties on
+    their heads."""
+    bounties = int(summary.get("bounty_refunds", 0))
     if rule == "full_refund":
-        return int(summary.get("buy_in_refunds", 0)) + int(summary.get("fee_refunds", 0))
-    return int(summary.get("remaining_pool", 0)) + int(summary.get("fee_refunds", 0))
+        return int(summary.get("buy_in_refunds", 0)) + int(summary.get("fee_refunds", 0)) + bounties
+    return int(summary.get("remaining_pool", 0)) + int(summary.get("fee_refunds", 0)) + bounties
+
+
+def _beside(summary: dict[str, Any]) -> dict[str, int]:
+    """What the operator absorbs or keeps beside the money paid: prizes already awarded (they
+    stay with their winners under rule 1) and the overlay of a guarantee the house keeps."""
+    return {
+        "prizes_awarded": int(summary.get("prizes_awarded", 0) or 0),
+        "overlay_kept": int(summary.get("overlay_kept", 0) or 0),
+    }
+
+
+def refunds_by_method(totals: list[int], refunds: list[Any]) -> dict[str, int]:
+    """Cents per method ("cash", "ticket", "tournament_money") of the lines: a line without
+    `refunds` is paid in cash; one with them, in the forms they list. Tickets are counted too,
+    under "tickets"."""
+    by_method: dict[str, int] = {CASH: 0}
+    tickets = 0
+    for total, parts in zip(totals, refunds, strict=True):
+        if not parts:
+            by_method[CASH] += total
+            continue
+        for part in parts:
+            method, amount = part[0], part[1]
+            by_method[method] = by_method.get(method, 0) + amount
+            tickets += method == "ticket"
+    return by_method | ({"tickets": tickets} if tickets else {})
 
 
 def _line(columns: LineColumns, i: int) -> dict[str, Any]:
@@ -57,8 +106,11 @@ def from_columns(
     top = [i for i in heapq.nlargest(TOP, range(m), key=totals.__getitem__) if totals[i] > 0]
     return {
         "currency": currency,
+        "rule": rule,
         "pool_in": _pool_in(rule, summary_cents),
         "components": {name: sum(getattr(columns, name)) for name in COMPONENTS},
+        **_beside(summary_cents),
+        "refunds_by_method": refunds_by_method(totals, columns.refunds),
         "total": sum(totals),
         "paid_entries": len(paid),
         "smallest": paid[0] if paid else 0,
@@ -98,10 +150,19 @@ def from_lines(proposal: PayoutProposal, summary_cents: dict[str, Any]) -> dict[
         }
 
     capped = lines.filter(capped=True).order_by("position")
+    non_cash = list(lines.filter(refunds__isnull=False).values_list("total_cents", "refunds"))
+    by_method = refunds_by_method(
+        [t for t, _ in non_cash],
+        [[(p["method"], p["amount_cents"]) for p in r or ()] for _, r in non_cash],
+    )
+    by_method[CASH] += (sums["total"] or 0) - sum(t for t, _ in non_cash)
     return {
         "currency": proposal.currency,
+        "rule": proposal.rule,
         "pool_in": _pool_in(proposal.rule, summary_cents),
         "components": {name: sums[name] or 0 for name in COMPONENTS},
+        **_beside(summary_cents),
+        "refunds_by_method": by_method,
         "total": sums["total"] or 0,
         "paid_entries": n,
         "smallest": spread["smallest"] or 0,

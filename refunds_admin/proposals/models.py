@@ -35,6 +35,15 @@ class PayoutProposal(models.Model):
     summary = models.JSONField(help_text="The payout-proposal/1 summary, amounts as strings.")
     warnings = models.JSONField(default=list, blank=True)
     fingerprint = models.CharField(max_length=64)
+    # The cancellation policy version computed under (the tournament's when prepared), and its
+    # id, number and SHA-256 as the engine's proposal names them: the fingerprint covers the hash,
+    # and a replay recomputes under this very version.
+    policy_version = models.ForeignKey(
+        "policies.PolicyVersion", on_delete=models.PROTECT, related_name="proposals"
+    )
+    policy_id = models.CharField(max_length=63)
+    policy_version_number = models.PositiveIntegerField()
+    policy_sha256 = models.CharField(max_length=64)
     total_cents = models.BigIntegerField()
     lines_count = models.PositiveIntegerField()
 
@@ -146,6 +155,18 @@ class PayoutLine(models.Model):
     fee_refund_cents = models.BigIntegerField()
     total_cents = models.BigIntegerField()
     capped = models.BooleanField(default=False)
+    # The policy's components beyond payout-rules.md (policies.md): the line's equal share of
+    # the equity pool, and the bounty refunded (the bounty on an active head under rule 2, the
+    # knockout part paid under rule 1). Zero where they do not apply; database defaults too,
+    # for COPY writers that do not name them.
+    equal_share_cents = models.BigIntegerField(default=0, db_default=0)
+    bounty_refund_cents = models.BigIntegerField(default=0, db_default=0)
+    # A rule-1 line returned in the form paid (refund_form "as_paid", some part not cash): its
+    # entry's paid_with in order, [{"method", "amount_cents", "ticket_id"?}]; null when the
+    # whole line is paid in cash. A ticket appears once in the whole snapshot, so
+    # (proposal, entry, ticket_id) -- or, for other methods, (proposal, entry, method, index in
+    # this list) -- is a stable key for crediting each part once (docs/formats.md).
+    refunds = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["proposal", "position"]
@@ -160,13 +181,19 @@ class PayoutLine(models.Model):
                 name="line_amounts_not_negative",
             ),
             models.CheckConstraint(
+                condition=Q(equal_share_cents__gte=0) & Q(bounty_refund_cents__gte=0),
+                name="line_policy_amounts_not_negative",
+            ),
+            models.CheckConstraint(
                 condition=Q(
                     total_cents=F("buy_in_refund_cents")
                     + F("next_prize_cents")
                     + F("chip_equity_cents")
                     + F("fee_refund_cents")
+                    + F("equal_share_cents")
+                    + F("bounty_refund_cents")
                 ),
-                name="line_total_is_sum",
+                name="line_total_is_sum_of_six",
             ),
         ]
         # The breakdown's lookup and sort indexes are the partitions' own: see

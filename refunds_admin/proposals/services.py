@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import partial
+from operator import truth
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.exceptions import PermissionDenied
@@ -39,10 +40,11 @@ from refunds_admin.payouts import (
     paused_gc,
 )
 from refunds_admin.payouts.rules import LineColumns
+from refunds_admin.policies.models import PolicyVersion
 from refunds_admin.recent import Recent
 from refunds_admin.tournaments.models import Snapshot as SnapshotRow
 from refunds_admin.tournaments.models import Tournament
-from refunds_admin.tournaments.services import current_snapshot, engine_snapshot
+from refunds_admin.tournaments.services import current_snapshot, engine_snapshot, payments_json
 
 from . import figures as proposal_figures
 from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
@@ -72,9 +74,18 @@ class ReplayResult(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
-def _compute(parsed: Snapshot, failed_at: datetime, site_wide_issue: bool) -> Proposal:
+def _compute(
+    parsed: Snapshot, failed_at: datetime, site_wide_issue: bool, policy_version: PolicyVersion
+) -> Proposal:
+    """The engine's proposal under the given policy version (the tournament's when preparing,
+    the stored one when replaying)."""
     try:
-        return compute_proposal(parsed, failed_at=failed_at, site_wide_issue=site_wide_issue)
+        return compute_proposal(
+            parsed,
+            failed_at=failed_at,
+            site_wide_issue=site_wide_issue,
+            policy=policy_version.engine(),
+        )
     except SnapshotError as e:
         raise Refused(
             "The payout rules cannot be applied to this snapshot automatically.",
@@ -101,6 +112,9 @@ LINE_FIELDS = (
     "fee_refund_cents",
     "total_cents",
     "capped",
+    "equal_share_cents",
+    "bounty_refund_cents",
+    "refunds",
 )
 _LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS)
 
@@ -113,6 +127,9 @@ def _insert_lines(
     data = (
         Same(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund, c.total, c.capped,
+        c.equal_share, c.bounty_refund,
+        # Most proposals return nothing in a form other than cash: one constant, no list.
+        list(map(payments_json, c.refunds)) if any(map(truth, c.refunds)) else Same(None),
     )  # fmt: skip
     if connection.vendor == "postgresql":
         # The proposal's own partition, indexed after the COPY; it replaces the lines of the
@@ -141,6 +158,11 @@ def _stale_reasons(
         reasons.append("the incident's failure time changed after this proposal was prepared")
     if incident.site_wide_issue != proposal.site_wide_issue:
         reasons.append("a site-wide issue was confirmed after this proposal was prepared")
+    if tournament.policy_version_id != proposal.policy_version_id:
+        reasons.append(
+            f"it was computed under policy {proposal.policy_id} v{proposal.policy_version_number}"
+            f", which is no longer the tournament's ({tournament.policy_version.label} applies now)"
+        )
     return reasons
 
 
@@ -202,7 +224,8 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         )
 
     parsed = engine_snapshot(snapshot)
-    result = _compute(parsed, incident.failed_at, incident.site_wide_issue)
+    policy_version = tournament.policy_version
+    result = _compute(parsed, incident.failed_at, incident.site_wide_issue, policy_version)
     fields = {
         "snapshot": snapshot,
         "status": Status.DRAFT,
@@ -210,6 +233,10 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         "currency": result.currency,
         "failed_at": incident.failed_at,
         "site_wide_issue": incident.site_wide_issue,
+        "policy_version": policy_version,
+        "policy_id": policy_version.policy_id,
+        "policy_version_number": policy_version.version,
+        "policy_sha256": policy_version.sha256,
         "summary": _summary_for_storage(result),
         "warnings": list(result.warnings),
         "fingerprint": "",  # computed while the lines are indexed, below
@@ -245,7 +272,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
 
     def figures_and_fingerprint() -> tuple[dict[str, Any], str]:
         # Pure computation, run while PostgreSQL builds the lines' indexes (bulk.py).
-        figures = _figures(result, parsed, snapshot)
+        figures = _figures(result, parsed, snapshot, policy_version.engine().management_finding)
         if previous is not None and old is not None:
             figures["changes"] = proposal_figures.changes(old, result.columns) | {
                 "previous_version": previous.version,
@@ -265,14 +292,17 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         actor=acting_user,
         tournament=tournament,
         before=before,
-        after=_facts(proposal) | {"snapshot_version": snapshot.version},
+        after=_facts(proposal)
+        | {"snapshot_version": snapshot.version, "policy": policy_version.label},
         # No player_ids: the lines name the players, and the history finds this event through
         # them (web/queries.audit_events).
     )
     return proposal
 
 
-def _figures(result: Proposal, parsed: Snapshot, snapshot: SnapshotRow) -> dict[str, Any]:
+def _figures(
+    result: Proposal, parsed: Snapshot, snapshot: SnapshotRow, finding: str
+) -> dict[str, Any]:
     """The approver's figures (see figures.py) and the rule's sentence, as the incident
     preview words it."""
     figures = proposal_figures.from_columns(
@@ -285,6 +315,7 @@ def _figures(result: Proposal, parsed: Snapshot, snapshot: SnapshotRow) -> dict[
         entries=snapshot.entries_count,
         active=snapshot.active_count,
         paid_places=parsed.last_paid_place,
+        finding=finding,
     )
     figures["elapsed_seconds"] = int(result.elapsed_seconds)
     figures["snapshot_version"] = snapshot.version
@@ -364,6 +395,7 @@ def approve_proposal(
         )
     tournament.refresh_from_db()
     _refuse_if_stale(fresh, fresh.incident, tournament, "approved")
+    _refuse_non_cash_refunds(fresh)
     now = timezone.now()
     # The posting order: the wallet this approval pays into, as this process is configured.
     wallet, wallet_identity = configured_wallet()
@@ -409,6 +441,32 @@ def approve_proposal(
     # it again if the broker was down.
     transaction.on_commit(partial(queue_posting, proposal.pk))
     return proposal
+
+
+# Until the wallet returns tickets and tournament money (issue 20), posting knows cash only.
+NON_CASH_NOT_YET = "returning tickets and tournament money through the wallet is not available yet"
+
+
+def non_cash_refusal(proposal: PayoutProposal) -> str | None:
+    """Why the proposal cannot be approved yet, if it returns entries in the form they paid
+    (tickets, tournament money): a rule-1 proposal under refund_form "as_paid". None if not."""
+    non_cash = PayoutLine.objects.filter(proposal=proposal, refunds__isnull=False)
+    count = non_cash.count()
+    if not count:
+        return None
+    first = non_cash.order_by("position").values_list("entry_id", flat=True).first()
+    return (
+        f"Proposal {proposal.pk} cannot be approved: {count} "
+        f"entr{'y is' if count == 1 else 'ies are'} refunded in the form paid (tickets or "
+        f"tournament money; first: entry {first}), and {NON_CASH_NOT_YET}. The cash parts "
+        "alone would not be what the policy promises."
+    )
+
+
+def _refuse_non_cash_refunds(proposal: PayoutProposal) -> None:
+    refusal = non_cash_refusal(proposal)
+    if refusal:
+        raise Refused(refusal)
 
 
 @transaction.atomic
@@ -489,6 +547,9 @@ _LINE_FIELDS = (
     ("fee_refund_cents", "fee_refund"),
     ("total_cents", "total"),
     ("capped", "capped"),
+    ("equal_share_cents", "equal_share"),
+    ("bounty_refund_cents", "bounty_refund"),
+    ("refunds", "refunds"),
 )
 MAX_DIFFERENCES = 20
 
@@ -507,15 +568,32 @@ def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
     )  # decompressed once: the record a replay reads, not the parsed form
     if hashlib.sha256(document.encode("utf-8")).hexdigest() != snapshot.sha256:
         differences.append(f"snapshot v{snapshot.version} no longer matches its SHA-256")
-    try:
-        result = compute_proposal(
-            parse_snapshot(document),
-            failed_at=proposal.failed_at,
-            site_wide_issue=proposal.site_wide_issue,
+    version = proposal.policy_version
+    if (version.policy_id, version.version, version.sha256) != (
+        proposal.policy_id,
+        proposal.policy_version_number,
+        proposal.policy_sha256,
+    ):
+        differences.append(
+            f"the stored policy version {version.label} no longer matches the recorded "
+            f"{proposal.policy_id} v{proposal.policy_version_number} ({proposal.policy_sha256[:12]}…)"
         )
+    try:
+        # Under the stored policy version, whatever applies to the tournament today.
+        result = _compute(
+            parse_snapshot(document), proposal.failed_at, proposal.site_wide_issue, version
+        )
+    except Refused as e:
+        differences.append(f"the stored snapshot is now refused: {e}")
+        return ReplayResult(False, proposal.fingerprint, "", differences)
     except SnapshotError as e:
         differences.append(f"the stored snapshot is now refused: {e}")
         return ReplayResult(False, proposal.fingerprint, "", differences)
+    if result.policy.sha256 != proposal.policy_sha256:
+        differences.append(
+            f"the policy recomputed under has SHA-256 {result.policy.sha256[:12]}…, the proposal "
+            f"records {proposal.policy_sha256[:12]}…"
+        )
     recomputed = result.fingerprint()
     if recomputed != proposal.fingerprint:
         differences.append("the recomputed fingerprint differs from the stored one")
@@ -532,10 +610,12 @@ def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
     count = 0
     for count, (row, line) in enumerate(zip(stored, result.lines, strict=False), start=1):
         for value, (_column, attr) in zip(row, _LINE_FIELDS, strict=True):
-            if value != getattr(line, attr) and len(differences) < MAX_DIFFERENCES:
+            computed = getattr(line, attr)
+            if attr == "refunds":
+                computed = payments_json(computed)
+            if value != computed and len(differences) < MAX_DIFFERENCES:
                 differences.append(
-                    f"line {count} ({line.entry_id}) {attr}: stored {value}, recomputed "
-                    f"{getattr(line, attr)}"
+                    f"line {count} ({line.entry_id}) {attr}: stored {value}, recomputed {computed}"
                 )
     if proposal.lines_count != len(result.lines) or count != len(result.lines):
         differences.append(
@@ -551,7 +631,10 @@ _COMPUTED: Recent[tuple[int, str], Proposal] = Recent(size=2)
 def _engine_proposal(proposal: PayoutProposal) -> Proposal:
     def recompute() -> Proposal:
         result = _compute(
-            engine_snapshot(proposal.snapshot), proposal.failed_at, proposal.site_wide_issue
+            engine_snapshot(proposal.snapshot),
+            proposal.failed_at,
+            proposal.site_wide_issue,
+            proposal.policy_version,
         )
         if result.fingerprint() != proposal.fingerprint:
             raise Refused(

@@ -4,6 +4,12 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+# The formats a snapshot may use beyond a freeze-out paid in cash (Snapshot.formats).
+KNOCKOUT = "knockout"  # tournament.bounty: bounty paid, bounty on the head, bounties won
+REBUYS = "rebuys"  # some entry has rebuys_paid or rebuy_fees_paid
+PAID_WITH = "paid_with"  # some entry says how it paid (tickets, tournament money)
+FORMATS = (KNOCKOUT, REBUYS, PAID_WITH)
+
 
 class Tournament(models.Model):
     """A tournament as the game platform knows it, identified by its `external_id`.
@@ -20,8 +26,34 @@ class Tournament(models.Model):
     current_snapshot = models.ForeignKey(
         "Snapshot", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The cancellation policy version that applies: the one the snapshot named (or the default
+    # policy's) at the first import, or the one a manager changed it to before approval.
+    policy_version = models.ForeignKey(
+        "policies.PolicyVersion", on_delete=models.PROTECT, related_name="tournaments"
+    )
+    # The manager who last changed the policy (None: as imported). That manager does not also
+    # approve the proposal computed under it (four eyes).
+    policy_changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    policy_changed_at = models.DateTimeField(null=True, blank=True)
     frozen_at = models.DateTimeField(
         null=True, blank=True, help_text="Set when a proposal is approved: no re-import after that."
+    )
+    # The tournament's format, as its current snapshot gives it (policies.md, "Snapshot fields
+    # for tournament formats"): a knockout names the bounty part of one entry's price; a
+    # guarantee is the advertised prize pool; `formats` lists what the entries use, so that the
+    # screens show knockout, rebuy and payment columns only where they mean something.
+    bounty_cents = models.BigIntegerField(
+        null=True, blank=True, help_text="Knockout part of one entry's price; empty: no knockout."
+    )
+    guarantee_cents = models.BigIntegerField(
+        null=True, blank=True, help_text="The advertised guaranteed prize pool, if any."
+    )
+    formats = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='What the current snapshot uses: "knockout", "rebuys", "paid_with".',
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -33,10 +65,19 @@ class Tournament(models.Model):
                 condition=Q(buy_in_cents__gte=0) & Q(fee_cents__gte=0),
                 name="tournament_amounts_not_negative",
             ),
+            models.CheckConstraint(
+                condition=(Q(bounty_cents__isnull=True) | Q(bounty_cents__gte=0))
+                & (Q(guarantee_cents__isnull=True) | Q(guarantee_cents__gte=0)),
+                name="tournament_format_amounts_not_negative",
+            ),
         ]
 
     def __str__(self):
         return f"{self.external_id} {self.name}"
+
+    uses_knockout = property(lambda self: KNOCKOUT in self.formats)
+    uses_rebuys = property(lambda self: REBUYS in self.formats)
+    uses_paid_with = property(lambda self: PAID_WITH in self.formats)
 
 
 class Snapshot(models.Model):
@@ -65,6 +106,9 @@ class Snapshot(models.Model):
     parsed = models.BinaryField(null=True, editable=False)
     sha256 = models.CharField(max_length=64)
     source = models.CharField(max_length=10, choices=Source.choices)
+    # What this version uses of KNOCKOUT, REBUYS, PAID_WITH: the proposals computed from it
+    # show those columns only when it does.
+    formats = models.JSONField(default=list, blank=True)
     entries_count = models.PositiveIntegerField()
     active_count = models.PositiveIntegerField()
     imported_by = models.ForeignKey(
@@ -82,6 +126,10 @@ class Snapshot(models.Model):
 
     def __str__(self):
         return f"{self.tournament.external_id} v{self.version}"
+
+    uses_knockout = property(lambda self: KNOCKOUT in self.formats)
+    uses_rebuys = property(lambda self: REBUYS in self.formats)
+    uses_paid_with = property(lambda self: PAID_WITH in self.formats)
 
     @property
     def document(self) -> str:
@@ -155,6 +203,22 @@ class Entry(models.Model):
         db_default="",
         help_text="Where the player's statement may be e-mailed (optional snapshot field).",
     )
+    # Formats (policies.md): zero when the snapshot does not give them. Database defaults too,
+    # for COPY writers that do not name the columns.
+    rebuys_paid_cents = models.BigIntegerField(
+        default=0, db_default=0, help_text="What the entry's rebuys and add-ons put in the pool."
+    )
+    rebuy_fees_paid_cents = models.BigIntegerField(default=0, db_default=0)
+    bounty_paid_cents = models.BigIntegerField(
+        default=0, db_default=0, help_text="The knockout part this entry paid."
+    )
+    bounty_cents = models.BigIntegerField(
+        default=0, db_default=0, help_text="Active entries: the bounty on the head at the failure."
+    )
+    bounties_won_cents = models.BigIntegerField(null=True, blank=True)
+    # How the entry paid, when the snapshot says: [{"method", "amount_cents", "ticket_id"?}]
+    # in the snapshot's order (the order refunds are returned in). Null: all in cash.
+    paid_with = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["snapshot", "position"]
@@ -171,6 +235,19 @@ class Entry(models.Model):
             models.CheckConstraint(
                 condition=Q(buy_in_paid_cents__gte=0) & Q(fee_paid_cents__gte=0) & Q(chips__gte=0),
                 name="entry_amounts_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(rebuys_paid_cents__gte=0)
+                & Q(rebuy_fees_paid_cents__gte=0)
+                & Q(bounty_paid_cents__gte=0)
+                & Q(bounty_cents__gte=0)
+                & (Q(bounties_won_cents__isnull=True) | Q(bounties_won_cents__gte=0)),
+                name="entry_format_amounts_not_negative",
+            ),
+            # An eliminated entry's head carries no bounty any more.
+            models.CheckConstraint(
+                condition=Q(status="active") | Q(bounty_cents=0),
+                name="entry_bounty_only_on_active_heads",
             ),
             models.CheckConstraint(
                 condition=(Q(status="active") & Q(chips__gt=0))

@@ -14,7 +14,7 @@ import json
 import re
 import secrets
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
@@ -23,16 +23,28 @@ from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin import payouts as engine
-from refunds_admin.accounts.roles import CAN_PREPARE, require_role
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
 from refunds_admin.bulk import Same, copy_into_partition, insert_columns
-from refunds_admin.errors import Refused
+from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import SnapshotError, parse_snapshot, paused_gc, stored
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
+from refunds_admin.policies import services as policies
+from refunds_admin.policies.models import PolicyVersion
 from refunds_admin.recent import Recent
 
-from .models import ApiClient, Entry, PrizePlace, Snapshot, Tournament
+from .models import (
+    FORMATS,
+    KNOCKOUT,
+    PAID_WITH,
+    REBUYS,
+    ApiClient,
+    Entry,
+    PrizePlace,
+    Snapshot,
+    Tournament,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -137,7 +149,8 @@ def import_snapshot(
         # and hashed on the other core while this one validates it.
         stored_form = other_core.submit(_compressed_and_hashed, text)
         try:
-            parsed = parse_snapshot(text)
+            # tournament.policy must name a policy the app knows (refused naming the field).
+            parsed = parse_snapshot(text, known_policies=policies.known_policy_ids())
         except SnapshotError as e:
             raise Refused(
                 "The snapshot was refused; nothing was imported.", problems=_problems_of(e)
@@ -160,18 +173,25 @@ def _store(
     acting_user: User | None,
     source: str,
 ) -> Snapshot:
+    formats = formats_of(parsed)
     fields = {
         "name": parsed.name,
         "currency": parsed.currency,
         "buy_in_cents": parsed.buy_in,
         "fee_cents": parsed.fee,
         "starts_at": parsed.starts_at.at,
+        "bounty_cents": parsed.bounty,
+        "guarantee_cents": parsed.guarantee,
+        "formats": formats,
     }
     tournament = (
         Tournament.objects.select_for_update().filter(external_id=parsed.external_id).first()
     )
+    named_policy = parsed.policy_id
     previous = None
     if tournament is None:
+        # The policy the snapshot names, or the default policy: its current approved version.
+        fields["policy_version"] = policies.version_for_snapshot(named_policy)
         try:
             # A savepoint, so that a tournament created concurrently is reported, not a crash.
             with transaction.atomic():
@@ -190,6 +210,10 @@ def _store(
         previous = tournament.current_snapshot
         if previous is not None and previous.sha256 == sha256:
             return previous
+        # A re-import that names another policy moves the tournament to it (the platform's
+        # word); one that names none keeps the tournament's policy, a manager's change included.
+        if named_policy and named_policy != tournament.policy_version.policy_id:
+            fields["policy_version"] = policies.version_for_snapshot(named_policy)
         for name, value in fields.items():
             setattr(tournament, name, value)
 
@@ -201,6 +225,7 @@ def _store(
         document_zlib=document_zlib,
         sha256=sha256,
         source=source,
+        formats=formats,
         entries_count=len(parsed.columns.entry_id),
         active_count=active,
         imported_by=acting_user if acting_user and acting_user.is_authenticated else None,
@@ -224,7 +249,11 @@ def _store(
     # The compact form of the parsed snapshot (payouts/stored.py) is built while PostgreSQL
     # indexes the entries.
     snapshot.parsed = _insert_entries(
-        snapshot, parsed.columns, parsed.emails, meanwhile=lambda: stored.dump(parsed)
+        snapshot,
+        parsed.columns,
+        parsed.emails,
+        formats=formats,
+        meanwhile=lambda: stored.dump(parsed),
     )
     Snapshot.objects.filter(pk=snapshot.pk).update(parsed=snapshot.parsed)
     tournament.current_snapshot = snapshot
@@ -248,6 +277,7 @@ def _store(
             "source": source,
             "entries": len(parsed.columns.entry_id),
             "active": active,
+            "policy": tournament.policy_version.label,
         },
     )
     return snapshot
@@ -266,7 +296,37 @@ ENTRY_COLUMNS_IN_DB = (
     "finish_place",
     "prize_awarded_cents",
     "email",
+    "rebuys_paid_cents",
+    "rebuy_fees_paid_cents",
+    "bounty_paid_cents",
+    "bounty_cents",
+    "bounties_won_cents",
+    "paid_with",
 )
+
+
+def formats_of(parsed: engine.Snapshot) -> list[str]:
+    """What the snapshot uses beyond a freeze-out paid in cash (models.FORMATS), from the
+    engine's columns: the screens show those columns only then."""
+    c = parsed.columns
+    uses = {
+        KNOCKOUT: parsed.bounty is not None,
+        REBUYS: any(c.rebuys_paid) or any(c.rebuy_fees_paid),
+        PAID_WITH: any(p is not None for p in c.paid_with),
+    }
+    return [name for name in FORMATS if uses[name]]
+
+
+def payments_json(payments: tuple[engine.Payment, ...] | None) -> list[dict[str, Any]] | None:
+    """An entry's `paid_with` (or a line's `refunds`) as stored: a list of
+    {"method", "amount_cents", "ticket_id" (tickets only)}, in the snapshot's order."""
+    if payments is None:
+        return None
+    return [
+        {"method": p.method, "amount_cents": p.amount}
+        | ({"ticket_id": p.ticket_id} if p.ticket_id is not None else {})
+        for p in payments
+    ]
 
 
 _T = TypeVar("_T")
@@ -282,16 +342,27 @@ def _insert_entries(
     columns: EntryColumns,
     emails: dict[str, str] | None = None,
     *,
+    formats: Collection[str] = FORMATS,
     meanwhile: Callable[[], _T],
 ) -> _T:
     """Write the entries in snapshot order (COPY on PostgreSQL), from the engine's columns;
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
-    message is position 4. Returns `meanwhile()`, run while PostgreSQL indexes them."""
+    message is position 4. Returns `meanwhile()`, run while PostgreSQL indexes them.
+
+    The format columns a snapshot does not use (`formats`, see formats_of) go as one constant
+    each, so that a plain snapshot costs what it always did."""
     c = columns
+    knockout, rebuys = KNOCKOUT in formats, REBUYS in formats
     data = (
         Same(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
         list(map(_email_of(emails or {}), c.entry_id)) if emails else Same(""),
+        c.rebuys_paid if rebuys else Same(0),
+        c.rebuy_fees_paid if rebuys else Same(0),
+        c.bounty_paid if knockout else Same(0),
+        c.bounty if knockout else Same(0),
+        c.bounties_won if knockout else Same(None),
+        list(map(payments_json, c.paid_with)) if PAID_WITH in formats else Same(None),
     )  # fmt: skip
     if connection.vendor == "postgresql":
         # The snapshot's own partition, indexed after the COPY (refunds_admin/bulk.py,
@@ -327,9 +398,20 @@ ENTRY_COLUMNS = (
     "finish_place",
     "prize_awarded",
     "email",
+    # Tournament formats (policies.md), all optional: amounts like the others, and paid_with
+    # written "ticket TKT-88121 55.00; cash 11.00" (see PAID_WITH_SYNTAX).
+    "rebuys_paid",
+    "rebuy_fees_paid",
+    "bounty_paid",
+    "bounty",
+    "bounties_won",
+    "paid_with",
 )
 ENTRY_REQUIRED = ("entry_id", "player_id", "status")
 ENTRY_INTEGERS = ("chips", "finish_place")
+# One cell for an entry's payments: parts separated by ";", each "method amount", a ticket
+# "ticket TICKET-ID amount". The engine checks methods, amounts, ticket ids and the sum.
+PAID_WITH_SYNTAX = '"ticket TKT-88121 55.00; cash 11.00"'
 
 # The prize table CSV: `place` is one place ("1") or an inclusive range ("10-18"; a `places`
 # column is accepted as a synonym), `amount` the cash value, `non_cash` yes/no (a package or a
@@ -339,7 +421,7 @@ PRIZE_REQUIRED = ("place", "amount")
 
 # The tournament fields typed in the form.
 TOURNAMENT_FIELDS = ("external_id", "name", "currency", "buy_in", "fee", "starts_at")
-TOURNAMENT_OPTIONAL = ("chips_in_play",)
+TOURNAMENT_OPTIONAL = ("chips_in_play", "bounty", "guarantee")
 
 # At most 19 digits: every number the format holds fits a 64-bit integer (the engine then checks
 # the column's own range); a longer one is refused before int() spends time on it.
@@ -444,11 +526,36 @@ def _entries_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], P
                     )
                     continue
                 entry[name] = int(value)
+            elif name == "paid_with":
+                payments = _payments_from_cell(value)
+                if isinstance(payments, str):
+                    problems.append((f"{label}, paid_with", payments))
+                    continue
+                entry[name] = payments
             else:
                 entry[name] = value
         entries.append(entry)
         where.append(label)
     return entries, where, problems
+
+
+def _payments_from_cell(cell: str) -> list[dict[str, str]] | str:
+    """The `paid_with` list of one CSV cell, or what is wrong with the cell's layout."""
+    payments = []
+    for n, part in enumerate(cell.split(";"), start=1):
+        words = part.split()
+        if not words:
+            return f"part {n} is empty; write {PAID_WITH_SYNTAX}"
+        if len(words) not in (2, 3) or (len(words) == 3) != (words[0] == "ticket"):
+            return (
+                f'part {n} {part.strip()[:40]!r} is not "method amount" (a ticket: '
+                f'"ticket TICKET-ID amount"); write {PAID_WITH_SYNTAX}'
+            )
+        payment = {"method": words[0], "amount": words[-1]}
+        if len(words) == 3:
+            payment["ticket_id"] = words[1]
+        payments.append(payment)
+    return payments
 
 
 def _prizes_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], Problems]:
@@ -492,6 +599,10 @@ def _tournament_from_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], 
         if hasattr(value, "isoformat"):
             value = value.isoformat()
         tournament[name] = str(value).strip()
+    for name in ("bounty", "guarantee"):
+        value = fields.get(name)
+        if value is not None and str(value).strip() != "":
+            tournament[name] = str(value).strip()
     chips = fields.get("chips_in_play")
     if chips is not None and str(chips).strip() != "":
         if isinstance(chips, int) or _INTEGER.match(str(chips).strip()):
@@ -502,7 +613,9 @@ def _tournament_from_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], 
 
 
 # The engine names a field `entries[4] (e5).chips` or `tournament.prizes[2].amount`.
-_ENGINE_FIELD = re.compile(r"^(entries|tournament\.prizes)\[(\d+)\](?: \(.*\))?(?:\.([a-z_]+))?$")
+_ENGINE_FIELD = re.compile(
+    r"^(entries|tournament\.prizes)\[(\d+)\](?: \(.*?\))?(?:\.([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+)?))?$"
+)
 
 
 def _csv_where(field: str, entry_where: list[str], prize_where: list[str]) -> str:
@@ -556,7 +669,7 @@ def snapshot_document_from_csv(
     document = {"format": "tournament-snapshot/1", "tournament": tournament, "entries": entries}
     parsed = None
     try:
-        parsed = parse_snapshot(document)
+        parsed = parse_snapshot(document, known_policies=policies.known_policy_ids())
     except SnapshotError as e:
         # A CSV whose header could not be read has no rows to check: skip what the engine
         # says about it (it would only repeat "no entries").
@@ -639,3 +752,53 @@ def authenticate_api_client(token: str) -> ApiClient | None:
     if client is not None:
         ApiClient.objects.filter(pk=client.pk).update(last_used_at=timezone.now())
     return client
+
+
+# --------------------------------------------------------------------------------------------
+# The policy that applies
+# --------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def change_tournament_policy(
+    tournament: Tournament, version: PolicyVersion, *, acting_user: User, reason: str
+) -> Tournament:
+    """A manager puts the tournament under another approved policy version, with a reason,
+    before any proposal is approved. A live proposal computed under the old version is stale
+    from then on and must be prepared again (proposals.services); the manager who changed it
+    is recorded (four eyes on the proposal that follows). Views call
+    `incidents.services.change_tournament_policy`, which also recomputes the incident's rule."""
+    require_role(acting_user, CAN_DECIDE, "change a tournament's policy")
+    reason = required_text(reason, "reason")
+    fresh = Tournament.objects.select_for_update().get(pk=tournament.pk)
+    if fresh.frozen_at is not None:
+        raise Refused(
+            f"Tournament {fresh.external_id} is frozen: a proposal was approved under "
+            f"{fresh.policy_version.label}, which stays its policy."
+        )
+    if version.status != PolicyVersion.Status.APPROVED:
+        raise Refused(
+            f"{version.label} is {version.get_status_display().lower()}: only an approved "
+            "policy version applies to a tournament.",
+            problems=[("policy_version", "is not approved")],
+        )
+    if version.pk == fresh.policy_version_id:
+        raise Refused(f"Tournament {fresh.external_id} is already under {version.label}.")
+    before = fresh.policy_version.label
+    now = timezone.now()
+    changed = Tournament.objects.filter(
+        pk=fresh.pk, policy_version_id=fresh.policy_version_id, frozen_at__isnull=True
+    ).update(policy_version=version, policy_changed_by=acting_user, policy_changed_at=now)
+    if not changed:
+        raise Refused(f"Tournament {fresh.external_id} changed at the same time; reload it.")
+    fresh.refresh_from_db()
+    record(
+        "tournament.policy_changed",
+        fresh,
+        actor=acting_user,
+        tournament=fresh,
+        before={"policy": before},
+        after={"policy": version.label, "sha256": version.sha256},
+        reason=reason,
+    )
+    return fresh

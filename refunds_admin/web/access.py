@@ -66,7 +66,9 @@ def device_required(view):
 def get_tournament_for(request, pk):
     if not has_role(request.user, CAN_READ):
         raise PermissionDenied
-    return get_object_or_404(Tournament, pk=pk)
+    return get_object_or_404(
+        Tournament.objects.select_related("policy_version", "policy_changed_by"), pk=pk
+    )
 
 
 def get_incident_for(request, pk):
@@ -80,7 +82,8 @@ def get_proposal_for(request, pk):
         raise PermissionDenied
     return get_object_or_404(
         PayoutProposal.objects.select_related(
-            "incident__tournament",
+            "incident__tournament__policy_version",
+            "policy_version",
             "incident__recorded_by",
             "incident__closed_by",
             "incident__site_wide_confirmed_by",

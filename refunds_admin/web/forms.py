@@ -69,10 +69,21 @@ class CsvImportForm(forms.Form):
     fee = forms.CharField(label="Fee", max_length=20, help_text='e.g. "3.00"')
     starts_at = local_datetime_field("Play started at")
     chips_in_play = forms.IntegerField(label="Chips in play (optional cross-check)", required=False)
+    bounty = forms.CharField(
+        label="Knockout bounty (optional)",
+        max_length=20,
+        required=False,
+        help_text='The bounty part of one entry\'s price, e.g. "30.00" for $30 + $30 KO + $6',
+    )
+    guarantee = forms.CharField(
+        label="Guaranteed prize pool (optional)", max_length=20, required=False
+    )
     entries_csv = forms.FileField(
         label="Entries CSV",
         help_text="Columns: entry_id, player_id, screen_name, status, chips, finish_place, "
-        "prize_awarded, buy_in_paid, fee_paid",
+        "prize_awarded, buy_in_paid, fee_paid, email; for knockouts, rebuys and tickets also "
+        "bounty_paid, bounty, bounties_won, rebuys_paid, rebuy_fees_paid, paid_with "
+        '("ticket TKT-88121 55.00; cash 11.00"), see docs/formats.md',
     )
     prizes_csv = forms.FileField(
         label="Prize table CSV",
@@ -98,6 +109,9 @@ class CsvImportForm(forms.Form):
         }
         if data.get("chips_in_play") is not None:
             fields["chips_in_play"] = data["chips_in_play"]
+        for name in ("bounty", "guarantee"):
+            if (data.get(name) or "").strip():
+                fields[name] = data[name].strip()
         return fields
 
 

@@ -15,10 +15,11 @@ from django.db.models.functions import Cast, Lower
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.services import rule_sentence
-from refunds_admin.payouts.money import to_cents
+from refunds_admin.payouts.money import display, to_cents
+from refunds_admin.proposals.figures import RULE_COMPONENTS
 from refunds_admin.proposals.figures import from_lines as figures_from_lines
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
-from refunds_admin.tournaments.models import Entry
+from refunds_admin.tournaments.models import KNOCKOUT, PAID_WITH, REBUYS, Entry
 from refunds_admin.tournaments.services import engine_snapshot
 
 PAGE_SIZE = 100
@@ -164,6 +165,55 @@ def snapshot_entries(snapshot, *, q=""):
     return qs
 
 
+def breakdown_columns(proposal):
+    """Which optional columns the proposal's breakdown, exports and statements show: knockout
+    (bounty paid, bounty on the head, bounties won, bounty refund), rebuys, payments (paid with,
+    refunds), and the equal share -- each only for tournaments that use it."""
+    formats = proposal.snapshot.formats or []
+    components = (proposal.figures or {}).get("components") or {}
+    summary = proposal.summary or {}
+    return {
+        "knockout": KNOCKOUT in formats,
+        "rebuys": REBUYS in formats,
+        "paid_with": PAID_WITH in formats,
+        "equal_share": bool(components.get("equal_share"))
+        or bool(to_cents(summary.get("equal_shares") or 0)),
+    }
+
+
+def entries_at(snapshot_id, positions):
+    """The snapshot's entries at these positions (a page of the breakdown: the lines' own
+    positions), by position; one index lookup per position."""
+    return {
+        e.position: e
+        for e in Entry.objects.filter(snapshot_id=snapshot_id, position__in=list(positions)).only(
+            "position",
+            "rebuys_paid_cents",
+            "rebuy_fees_paid_cents",
+            "bounty_paid_cents",
+            "bounty_cents",
+            "bounties_won_cents",
+            "paid_with",
+        )
+    }
+
+
+_METHOD_WORDS = {"cash": "cash", "tournament_money": "tournament money", "ticket": "ticket"}
+
+
+def payments_text(payments, currency):
+    """An entry's paid_with or a line's refunds as people read it:
+    "ticket TKT-88121 $55.00 + cash $11.00"; "" for none."""
+    if not payments:
+        return ""
+    return " + ".join(
+        f"{_METHOD_WORDS.get(p['method'], p['method'])}"
+        + (f" {p['ticket_id']}" if p.get("ticket_id") else "")
+        + f" {display(p['amount_cents'], currency)}"
+        for p in payments
+    )
+
+
 def chart_points(proposal, limit=500):
     """At most ~`limit` (chips, total_cents, capped) points of the active entries, evenly spread
     over the chip order, for the payout-against-chip-stack chart. Sampled in the database so a
@@ -257,20 +307,75 @@ def proposal_figures(proposal):
     return computed
 
 
-def pool_reconciliation(figures):
-    """Per currency: the pool in (engine summary) against what the lines pay out, by component."""
+# The reconciliation's rows, in the policy's words (policies.md), by component.
+_COMPONENT_ROWS = {
+    "buy_in_refund": "Buy-in refunds",
+    "next_prize": "Next prizes",
+    "equal_share": "Equal shares",
+    "chip_equity": "Chip equity",
+    "fee_refund": "Fees out",
+    "bounty_refund": "Bounties on active heads",
+}
+_FULL_REFUND_ROWS = _COMPONENT_ROWS | {
+    "buy_in_refund": "Buy-ins and rebuys back",
+    "bounty_refund": "Knockout parts back",
+}
+_METHOD_LABELS = {
+    "cash": "Cash",
+    "tournament_money": "Tournament money",
+    "ticket": "Tickets",
+}
+
+
+def pool_reconciliation(figures, *, rule=None, knockout=False):
+    """Per currency: the pool in (engine summary) against what the lines pay out, by component.
+
+    Only the components the rule pays are rows (under rule 1 no next prize, equal share or chip
+    equity); the equal share only where the policy gives one, the bounties only in a knockout.
+    Beside the pool: what the operator absorbs (prizes already paid, under rule 1) or keeps (the
+    overlay of a guarantee), and the refunds per method when some are not cash."""
+    rule = figures.get("rule") or rule
     parts = figures["components"]
     paid_out = sum(parts.values())
+    labels = _FULL_REFUND_ROWS if rule == "full_refund" else _COMPONENT_ROWS
+    shown = RULE_COMPONENTS.get(rule, tuple(labels))
+    rows = [
+        (labels[name], parts.get(name, 0))
+        for name in shown
+        if parts.get(name, 0)
+        or name not in ("equal_share", "bounty_refund")
+        or (name == "bounty_refund" and knockout)
+    ]
+    # A component paid that the rule does not name (never, unless the engine changes): shown,
+    # so that the rows still add up to what is paid out.
+    rows += [
+        (labels.get(name, name), cents)
+        for name, cents in parts.items()
+        if cents and name not in shown
+    ]
+    beside = []
+    if rule == "full_refund":
+        beside.append(
+            ("Prizes already paid, absorbed by the operator", figures.get("prizes_awarded", 0))
+        )
+    if figures.get("overlay_kept"):
+        beside.append(("Overlay kept by the house", figures["overlay_kept"]))
+    by_method = figures.get("refunds_by_method") or {}
+    methods = [
+        (_METHOD_LABELS.get(method, method), cents)
+        for method, cents in by_method.items()
+        if method != "tickets" and cents
+    ]
     return [
         {
             "currency": figures["currency"],
             "pool_in": figures["pool_in"],
-            "buy_in_refund": parts["buy_in_refund"],
-            "next_prize": parts["next_prize"],
-            "chip_equity": parts["chip_equity"],
-            "fee_refund": parts["fee_refund"],
+            "rows": rows,
             "paid_out": paid_out,
             "difference": paid_out - figures["pool_in"],
+            "beside": beside,
+            "methods": methods if any(m != "Cash" for m, _ in methods) else [],
+            "tickets": by_method.get("tickets", 0),
         }
     ]
 

@@ -7,6 +7,7 @@ from .views import (
     notifications,
     outages,
     players,
+    policies,
     proposals,
     reports,
     tournaments,
@@ -20,6 +21,26 @@ urlpatterns = [
     path("tournaments/", tournaments.tournament_list, name="tournament_list"),
     path("tournaments/import/", tournaments.tournament_import, name="tournament_import"),
     path("tournaments/<int:pk>/", tournaments.tournament_detail, name="tournament_detail"),
+    path("tournaments/<int:pk>/policy/", policies.tournament_policy, name="tournament_policy"),
+    # Cancellation policies and their versions
+    path("policies/", policies.policy_list, name="policy_list"),
+    path("policies/propose/", policies.policy_propose, name="policy_propose"),
+    path(
+        "policies/versions/<int:pk>/", policies.policy_version_detail, name="policy_version_detail"
+    ),
+    path(
+        "policies/versions/<int:pk>/approve/",
+        policies.policy_version_approve,
+        name="policy_version_approve",
+    ),
+    path(
+        "policies/versions/<int:pk>/reject/",
+        policies.policy_version_reject,
+        name="policy_version_reject",
+    ),
+    path(
+        "policies/<slug:policy_id>/default/", policies.policy_set_default, name="policy_set_default"
+    ),
     # Worklists
     path("proposals/", worklists.proposal_list, name="proposal_list"),
     path("incidents/", worklists.incident_list, name="incident_list"),

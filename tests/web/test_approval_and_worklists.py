@@ -74,8 +74,7 @@ def test_it_shows_the_approver_the_incident_the_rule_and_the_money(client, suppo
         pool = money.split('id="decision-pool"')[1].split("</table>")[0]
         assert re.findall(r"USD [\d,.]+", pool) == [
             "USD 1,012.00",  # pool in: remaining pool 1,000.00 + the active entries' fees
-            "USD 120.00",  # buy-in refunds
-            "USD 0.00",  # next prizes
+            "USD 120.00",  # buy-in refunds (no next prizes row: rule 2 before the money pays none)
             "USD 880.00",  # chip equity
             "USD 12.00",  # fees out
             "USD 1,012.00",  # paid out

@@ -11,7 +11,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0005_keys_and_append_only'),
+        ('ledger', '0006_policy_components'),
         ('proposals', '0009_line_indexes_per_partition'),
     ]
 
@@ -54,7 +54,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='credit',
             name='component',
-            field=models.CharField(choices=[('buy_in_refund', 'Buy-in refund'), ('next_prize', 'Next prize'), ('chip_equity', 'Chip equity'), ('fee_refund', 'Fee refund'), ('cash_refund', 'Refund in cash'), ('tournament_money', 'Refund in tournament money'), ('ticket', 'Ticket returned')], max_length=20),
+            field=models.CharField(choices=[('buy_in_refund', 'Buy-in refund'), ('next_prize', 'Next prize'), ('chip_equity', 'Chip equity'), ('fee_refund', 'Fee refund'), ('equal_share', 'Equal share'), ('bounty_refund', 'Bounty'), ('cash_refund', 'Refund in cash'), ('tournament_money', 'Refund in tournament money'), ('ticket', 'Ticket returned')], max_length=20),
         ),
         migrations.AlterField(
             model_name='credit',

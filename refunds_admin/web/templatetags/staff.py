@@ -16,6 +16,7 @@ from refunds_admin.audit.display import OBJECT_LABELS, change_rows
 from refunds_admin.incidents.services import elapsed_in_words
 from refunds_admin.payouts.labels import rule_label as _rule_label
 from refunds_admin.payouts.money import display, to_cents
+from refunds_admin.policies.describe import full_refund_condition
 
 register = template.Library()
 
@@ -108,3 +109,23 @@ def elapsed_words(seconds):
 def object_label(object_type):
     """An audit event's object type as people call it: "payoutproposal" -> "proposal"."""
     return OBJECT_LABELS.get(object_type, object_type)
+
+
+@register.filter
+def policy_condition(policy):
+    """An engine Policy's rule-1 condition in one sentence (policies/describe.py)."""
+    return full_refund_condition(policy)
+
+
+@register.filter
+def policy_finding(version):
+    """A PolicyVersion's words for management's finding (its `management_finding`)."""
+    return version.engine().management_finding if version is not None else ""
+
+
+@register.filter
+def payments(parts, currency=""):
+    """An entry's paid_with or a line's refunds: "ticket TKT-88121 $55.00 + cash $11.00"."""
+    from refunds_admin.web.queries import payments_text
+
+    return payments_text(parts, currency)

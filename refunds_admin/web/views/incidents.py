@@ -101,6 +101,8 @@ def _preview(tournament, failed_at):
         "rule": result.rule,
         "sentence": result.sentence,
         "before_start": result.before_start,
+        "policy": result.policy,
+        "condition": result.condition,
         "entries": getattr(tournament.current_snapshot, "entries_count", 0),
     }
 
@@ -151,9 +153,13 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
     now = timezone.now()
     at_recording = queries.snapshot_at_recording(incident)
     current = incident.tournament.current_snapshot
+    policy_version = incident.tournament.policy_version
     context = {
         "incident": incident,
         "tournament": incident.tournament,
+        # Which policy applies and why the rule follows; its words for management's finding.
+        "policy_version": policy_version,
+        "policy": policy_version.engine(),
         "attempts": attempts,
         "proposals": proposals,
         "live_proposal": live,

@@ -139,7 +139,11 @@ def outage_candidates(request):
 
 
 def _detail_context(request, outage):
-    incidents = list(outage_services.incidents_of(outage).select_related("closed_by"))
+    incidents = list(
+        outage_services.incidents_of(outage).select_related(
+            "closed_by", "tournament__policy_version"
+        )
+    )
     user = request.user
     now = timezone.now()
     open_ = [i for i in incidents if i.status == Incident.Status.OPEN]
@@ -170,6 +174,16 @@ def _detail_context(request, outage):
         "resumed_form": OutageResumedForm(initial={"resumed_at": _now_local()}),
         "reason_form": ReasonForm(),
         "justification_form": JustificationForm(),
+        # Each tournament runs under its own policy: management's finding in each one's words.
+        "findings": sorted(
+            {
+                (
+                    i.tournament.policy_version.label,
+                    i.tournament.policy_version.engine().management_finding,
+                )
+                for i in incidents
+            }
+        ),
         "add_form": AddTournamentForm(candidates=candidates),
     }
 
@@ -385,6 +399,7 @@ def _review_display(rows):
     """The review rows with their numbers already formatted and links built: 200 proposals x
     a dozen template filters cost more than the queries, and the page has 100 ms."""
     url = reverse("proposal_detail", args=[0]).replace("/0/", "/{}/")
+    policy_url = reverse("policy_version_detail", args=[0]).replace("/0/", "/{}/")
     shown = []
     for row in rows:
         p = row["proposal"]
@@ -398,6 +413,9 @@ def _review_display(rows):
                 "external_id": row["tournament"].external_id,
                 "name": row["tournament"].name,
                 "rule": rule_label(p.rule),
+                # Each tournament runs under its own policy: the version computed under.
+                "policy": f"{p.policy_id} v{p.policy_version_number}",
+                "policy_url": policy_url.format(p.policy_version_id),
                 "entries": f"{p.lines_count:,}",
                 "capped": f"{row['capped']:,}",
                 "is_capped": bool(row["capped"]),

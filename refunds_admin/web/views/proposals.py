@@ -14,9 +14,10 @@ from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import posting as ledger_posting
 from refunds_admin.ledger import selectors as ledger_selectors
-from refunds_admin.payouts.money import display, format_cents
+from refunds_admin.payouts.money import display, format_cents, to_cents
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
+from refunds_admin.tournaments.models import Entry
 
 from .. import queries
 from ..access import device_required, get_proposal_for, role_required
@@ -45,6 +46,7 @@ def _lines_context(request, proposal):
     # The filter as query-string parameters, for the pager links.
     keep = urlencode({k: request.GET[k] for k in ("q", "show", "sort") if request.GET.get(k)})
     filtered = bool(data.get("q") or data.get("show"))
+    columns = queries.breakdown_columns(proposal)
     # Column headers sort; a second click on the sorted column reverses it.
     sort_links, sort_aria = {}, {}
     for column in ("position", "chips", "total"):
@@ -61,32 +63,89 @@ def _lines_context(request, proposal):
         "sort_aria": sort_aria,
         "filter_form": form,
         "page": page,
-        "rows": _display_rows(page.rows, proposal),
+        "rows": _display_rows(page.rows, proposal, columns),
+        "headers": _headers(columns),
         "keep": keep,
         "filtered": filtered,
     }
 
 
-def _display_rows(lines, proposal):
+# The breakdown's amount columns: (label, PayoutLine field, shown when), in the policy's order.
+_AMOUNT_COLUMNS = (
+    ("Buy-in refund", "buy_in_refund_cents", None),
+    ("Next prize", "next_prize_cents", None),
+    ("Equal share", "equal_share_cents", "equal_share"),
+    ("Chip equity", "chip_equity_cents", None),
+    ("Fee refund", "fee_refund_cents", None),
+    ("Bounty refund", "bounty_refund_cents", "knockout"),
+)
+# The entry's own columns for formats that use them: (label, shown when).
+_ENTRY_COLUMNS = (
+    ("Bounty paid", "knockout"),
+    ("Bounty on head", "knockout"),
+    ("Bounties won", "knockout"),
+    ("Rebuys paid", "rebuys"),
+    ("Paid with", "paid_with"),
+)
+
+
+def _headers(columns):
+    entry = [label for label, when in _ENTRY_COLUMNS if columns[when]]
+    amounts = [label for label, _, when in _AMOUNT_COLUMNS if when is None or columns[when]]
+    # Entry, player, screen name, status, chips, total, statement; and the optional ones.
+    span = 7 + len(entry) + len(amounts) + columns["paid_with"]
+    return {"entry": entry, "amounts": amounts, "refunds": columns["paid_with"], "span": span}
+
+
+def _entry_cells(entry, columns, currency):
+    """The entry's own cells of the formats the tournament uses (bounties, rebuys, paid with)."""
+    cells = []
+    if entry is None:
+        return [""] * sum(1 for _, when in _ENTRY_COLUMNS if columns[when])
+    if columns["knockout"]:
+        won = entry.bounties_won_cents
+        cells += [
+            display(entry.bounty_paid_cents, currency, symbol=False),
+            display(entry.bounty_cents, currency, symbol=False) if entry.bounty_cents else "",
+            "" if won is None else display(won, currency, symbol=False),
+        ]
+    if columns["rebuys"]:
+        rebuys = entry.rebuys_paid_cents
+        cells.append(
+            f"{display(rebuys, currency, symbol=False)} + "
+            f"{display(entry.rebuy_fees_paid_cents, currency, symbol=False)}"
+            if rebuys or entry.rebuy_fees_paid_cents
+            else ""
+        )
+    if columns["paid_with"]:
+        cells.append(queries.payments_text(entry.paid_with, currency) or "cash")
+    return cells
+
+
+def _display_rows(lines, proposal, columns):
     """The breakdown rows with their amounts already formatted ("USD 815.33") and their
     statement link built: 100 rows x 5 amounts through template filters cost more than the
-    database query, and the 50 ms budget is for the whole page."""
+    database query, and the 50 ms budget is for the whole page. The format columns the
+    tournament uses come from its entries at the same positions (one query for the page)."""
     currency = proposal.currency
     url = reverse("proposal_statement", args=[proposal.pk, "ENTRY"]).replace("ENTRY/", "")
+    fields = [f for _, f, when in _AMOUNT_COLUMNS if when is None or columns[when]]
+    wants_entries = columns["knockout"] or columns["rebuys"] or columns["paid_with"]
+    entries = (
+        queries.entries_at(proposal.snapshot_id, (line.position for line in lines))
+        if wants_entries
+        else {}
+    )
     return [
         {
             "line": line,
             "chips": f"{line.chips:,}",
-            "amounts": [
-                display(cents, currency, symbol=False)
-                for cents in (
-                    line.buy_in_refund_cents,
-                    line.next_prize_cents,
-                    line.chip_equity_cents,
-                    line.fee_refund_cents,
-                )
-            ],
+            "entry_cells": _entry_cells(entries.get(line.position), columns, currency)
+            if wants_entries
+            else (),
+            "amounts": [display(getattr(line, f), currency, symbol=False) for f in fields],
             "total": display(line.total_cents, currency, symbol=False),
+            "refunds": queries.payments_text(line.refunds, currency),
             "statement_url": f"{url}{quote(line.entry_id, safe='')}/",
         }
         for line in lines
@@ -115,11 +174,18 @@ def _decision_context(proposal):
     show the same): the incident and its rule, warnings, the money, and what changed."""
     incident = proposal.incident
     figures = queries.proposal_figures(proposal)
+    if "prizes_awarded" not in figures:  # figures stored before they named it
+        figures["prizes_awarded"] = to_cents(proposal.summary.get("prizes_awarded") or "0")
     at_recording = queries.snapshot_at_recording(incident)
     reimported = at_recording is not None and at_recording.pk != proposal.snapshot_id
+    columns = queries.breakdown_columns(proposal)
     return {
         "figures": figures,
-        "reconciliation_rows": queries.pool_reconciliation(figures),
+        "columns": columns,
+        "knockout": columns["knockout"],
+        "reconciliation_rows": queries.pool_reconciliation(
+            figures, rule=proposal.rule, knockout=columns["knockout"]
+        ),
         "version_changes": figures.get("changes"),
         "attempts": list(incident.restart_attempts.select_related("recorded_by")),
         "snapshot_reimported": reimported,
@@ -181,8 +247,11 @@ def proposal_statement(request, pk, entry_id):
     if request.htmx:
         # Opened where the person clicked: a row right under the entry's row.
         template += "#statement_row"
+    span = _headers(queries.breakdown_columns(proposal))["span"]  # the breakdown's width
     return render(
-        request, template, {"proposal": proposal, "line": line, "text": text, "credits": credits}
+        request,
+        template,
+        {"proposal": proposal, "line": line, "text": text, "credits": credits, "span": span},
     )
 
 
@@ -224,41 +293,123 @@ def proposal_chart(request, pk):
 
 
 # The file formats name amounts without the unit: "total", not "total_cents"; the CSV says
-# the currency on every row, so that a file read on its own is never ambiguous.
-EXPORT_HEADER = (
-    "currency",
-    *(f.removesuffix("_cents") for f in proposal_services.LINE_FIELDS),
+# the currency on every row, so that a file read on its own is never ambiguous. The columns
+# of the formats a tournament does not use are left out (breakdown_columns).
+_BASE_FIELDS = (
+    "entry_id", "player_id", "screen_name", "status", "chips", "buy_in_refund_cents",
+    "next_prize_cents", "chip_equity_cents", "fee_refund_cents", "total_cents", "capped",
+)  # fmt: skip
+EXPORT_HEADER = ("currency", *(f.removesuffix("_cents") for f in _BASE_FIELDS))
+_MONEY = {"buy_in_refund", "next_prize", "chip_equity", "fee_refund", "total", "equal_share",
+          "bounty_refund", "bounty_paid", "bounty", "bounties_won", "rebuys_paid",
+          "rebuy_fees_paid"}  # fmt: skip
+# (export name, where it comes from: the line or the entry at its position, shown when)
+_OPTIONAL_FIELDS = (
+    ("equal_share", "line", "equal_share_cents", "equal_share"),
+    ("bounty_refund", "line", "bounty_refund_cents", "knockout"),
+    ("bounty_paid", "entry", "bounty_paid_cents", "knockout"),
+    ("bounty", "entry", "bounty_cents", "knockout"),
+    ("bounties_won", "entry", "bounties_won_cents", "knockout"),
+    ("rebuys_paid", "entry", "rebuys_paid_cents", "rebuys"),
+    ("rebuy_fees_paid", "entry", "rebuy_fees_paid_cents", "rebuys"),
+    ("paid_with", "entry", "paid_with", "paid_with"),
+    ("refunds", "line", "refunds", "paid_with"),
 )
 
 
-def _export_rows(proposal):
-    return (
+def export_fields(proposal, always=()):
+    """The export's field names (after "currency") and, in the same order, their sources;
+    `always`: optional fields written even where the tournament does not use them."""
+    columns = queries.breakdown_columns(proposal)
+    optional = [f for f in _OPTIONAL_FIELDS if f[0] in always or columns[f[3]]]
+    names = [*EXPORT_HEADER[1:], *(name for name, *_ in optional)]
+    return names, optional
+
+
+def _export_rows(proposal, optional):
+    """The lines in position order as tuples: the base fields, then the optional ones."""
+    line_fields = [*_BASE_FIELDS, *(field for _, source, field, _ in optional if source == "line")]
+    lines = (
         PayoutLine.objects.filter(proposal=proposal)
         .order_by("position")
-        .values_list(*proposal_services.LINE_FIELDS)
+        .values_list(*line_fields)
         .iterator(chunk_size=5000)
     )
+    entry_fields = [field for _, source, field, _ in optional if source == "entry"]
+    if not entry_fields:
+        yield from lines
+        return
+    # A proposal's lines are its snapshot's entries, position for position: read both in
+    # position order, side by side.
+    entries = (
+        Entry.objects.filter(snapshot_id=proposal.snapshot_id)
+        .order_by("position")
+        .values_list(*entry_fields)
+        .iterator(chunk_size=5000)
+    )
+    order = [n for n, *_ in optional]
+    by_source = [n for n, source, *_ in optional if source == "line"] + [
+        n for n, source, *_ in optional if source == "entry"
+    ]
+    index = [by_source.index(n) for n in order]
+    base = len(_BASE_FIELDS)
+    for line, entry in zip(lines, entries, strict=True):
+        extra = line[base:] + entry
+        yield line[:base] + tuple(extra[i] for i in index)
 
 
 def _file_name(proposal, ext):
     return f"proposal-{proposal.incident.tournament.external_id}-v{proposal.version}.{ext}"
 
 
+def _payments_csv(payments):
+    """paid_with / refunds in the entries CSV's own syntax ("ticket TKT-88121 55.00; cash 11.00")."""
+    if not payments:
+        return ""
+    return "; ".join(
+        " ".join(filter(None, (p["method"], p.get("ticket_id"), format_cents(p["amount_cents"]))))
+        for p in payments
+    )
+
+
+def _payments_json(payments):
+    """paid_with / refunds as the formats write them: amounts as strings, a ticket its id."""
+    if payments is None:
+        return None
+    return [
+        {"method": p["method"], "amount": format_cents(p["amount_cents"])}
+        | ({"ticket_id": p["ticket_id"]} if p.get("ticket_id") else {})
+        for p in payments
+    ]
+
+
 @role_required(CAN_READ)
 def proposal_export_csv(request, pk):
     proposal = get_proposal_for(request, pk)
     writer = csv_writer()
+    names, optional = export_fields(proposal)
+
+    def cell(name, value):
+        if value is None:
+            return ""
+        if name in _MONEY:
+            return format_cents(value)
+        if name in ("paid_with", "refunds"):
+            return _payments_csv(value)
+        return value
 
     def rows():
-        yield writer.writerow(EXPORT_HEADER)
+        yield writer.writerow(("currency", *names))
         currency = proposal.currency
-        for row in _export_rows(proposal):
+        extra = names[len(_BASE_FIELDS) :]
+        for row in _export_rows(proposal, optional):
             yield writer.writerow(
                 [
                     currency,
                     *row[:5],
                     *(format_cents(v) for v in row[5:10]),
                     "true" if row[10] else "false",
+                    *(cell(n, v) for n, v in zip(extra, row[11:], strict=True)),
                 ]
             )
 
@@ -269,8 +420,11 @@ def proposal_export_csv(request, pk):
 
 @role_required(CAN_READ)
 def proposal_export_json(request, pk):
-    """The payout-proposal/1 document, streamed line by line (a 100k-line proposal is ~20 MB)."""
+    """The payout-proposal/1 document, streamed line by line (a 100k-line proposal is ~20 MB).
+    Every line has equal_share and bounty_refund, as the format says; refunds where present;
+    a knockout, rebuy or payment tournament's lines also carry those fields of their entry."""
     proposal = get_proposal_for(request, pk)
+    names, optional = export_fields(proposal, always=("equal_share", "bounty_refund"))
     head = {
         "format": "payout-proposal/1",
         "tournament": proposal.incident.tournament.external_id,
@@ -283,10 +437,17 @@ def proposal_export_json(request, pk):
 
     def chunks():
         yield json.dumps(head)[:-1] + ', "lines": ['
-        for i, row in enumerate(_export_rows(proposal)):
-            line = dict(zip(EXPORT_HEADER[1:], row, strict=True))
-            for name in ("buy_in_refund", "next_prize", "chip_equity", "fee_refund", "total"):
-                line[name] = format_cents(line[name])
+        for i, row in enumerate(_export_rows(proposal, optional)):
+            line = dict(zip(names, row, strict=True))
+            for name, value in line.items():
+                if name in _MONEY and value is not None:
+                    line[name] = format_cents(value)
+            for name in ("paid_with", "refunds"):
+                if name in line:
+                    if line[name] is None:
+                        del line[name]  # "refunds": only on lines returned in the form paid
+                    else:
+                        line[name] = _payments_json(line[name])
             yield ("," if i else "") + json.dumps(line)
         yield "]}\n"
 
@@ -398,6 +559,9 @@ def _approval_page(
             "incident": proposal.incident,
             "tournament": proposal.incident.tournament,
             "summary": proposal.summary or {},
+            "not_yet": proposal_services.non_cash_refusal(proposal)
+            if proposal.status == Status.SUBMITTED
+            else None,
             "may_approve": _may_approve(request.user, proposal),
             "may_reject": _may_reject(request.user, proposal),
             "may_withdraw": _may_withdraw(request.user, proposal),

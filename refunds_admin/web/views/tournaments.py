@@ -5,7 +5,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
-from refunds_admin.accounts.roles import CAN_PREPARE, CAN_READ
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
 from refunds_admin.tournaments.models import Snapshot, Tournament
@@ -13,6 +13,7 @@ from refunds_admin.tournaments.models import Snapshot, Tournament
 from .. import queries
 from ..access import get_tournament_for, role_required
 from ..forms import CsvImportForm, SnapshotUploadForm
+from ..policy_forms import TournamentPolicyForm
 
 
 @role_required(CAN_READ)
@@ -120,7 +121,19 @@ def tournament_detail(request, pk):
         "prizes": snapshot.prize_places.all() if snapshot else [],
         "page": page,
         "q": q,
+        # The entries table's width: 7 columns, and those of the formats the snapshot uses.
+        "entry_columns": 7
+        + (
+            3 * snapshot.uses_knockout + snapshot.uses_rebuys + snapshot.uses_paid_with
+            if snapshot
+            else 0
+        ),
         "incidents": tournament.incidents.all(),
+        # Which policy applies and why; a manager may change it until a proposal is approved.
+        "policy": tournament.policy_version.engine(),
+        "policy_form": TournamentPolicyForm(initial={"version": tournament.policy_version_id})
+        if has_role(request.user, CAN_DECIDE) and tournament.frozen_at is None
+        else None,
     }
     template = "web/tournament_detail.html"
     if request.htmx and request.htmx.target == "entries":
