@@ -47,7 +47,7 @@ from refunds_admin.proposals.posting import (
 )
 
 from .delivery import cashier_applied, deliver_all
-from .models import CashierDelivery, Credit, PostingJob
+from .models import CashierDelivery, Credit, Method, PostingJob
 from .summary import record_posted_total
 from .wallets import (
     CashierRefused,
@@ -57,7 +57,7 @@ from .wallets import (
     wallet_for_job,
     wallet_problem,
 )
-from .writers import book_chunk, lines_summary
+from .writers import approved_non_cash, book_chunk, lines_summary
 
 log = logging.getLogger(__name__)
 
@@ -463,12 +463,28 @@ def _final_check(job):
     """None when the ledger (and the job's cashier, if any) holds exactly the approved credits."""
     proposal = job.proposal
     booked = Credit.objects.filter(proposal_id=proposal.pk).aggregate(
-        n=Count("pk"), cents=Sum("amount_cents")
+        n=Count("pk"),
+        cents=Sum("amount_cents"),
+        tickets=Count("pk", filter=Q(method=Method.TICKET)),
+        ticket_cents=Sum("amount_cents", filter=Q(method=Method.TICKET)),
+        money_cents=Sum("amount_cents", filter=Q(method=Method.TOURNAMENT_MONEY)),
     )
     if booked["n"] != job.total or (booked["cents"] or 0) != proposal.total_cents:
         return (
             f"the ledger holds {booked['n']} credits for {booked['cents'] or 0} cents, "
             f"the approved proposal {job.total} credits for {proposal.total_cents} cents"
+        )
+    # Posted = approved per method too: every ticket as a ticket, the tournament money as
+    # tournament money (and so the rest, cash, as cash).
+    approved = approved_non_cash(proposal)
+    tickets, ticket_cents = approved.get(Method.TICKET, (0, 0))
+    _, money_cents = approved.get(Method.TOURNAMENT_MONEY, (0, 0))
+    held = (booked["tickets"], booked["ticket_cents"] or 0, booked["money_cents"] or 0)
+    if held != (tickets, ticket_cents, money_cents):
+        return (
+            f"the ledger holds {held[0]} tickets for {held[1]} cents and {held[2]} cents of "
+            f"tournament money, the approved proposal {tickets} tickets for {ticket_cents} cents "
+            f"and {money_cents} cents of tournament money"
         )
     if job.wallet == CASHIER:
         applied = cashier_applied(proposal.pk)
