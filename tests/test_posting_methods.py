@@ -260,3 +260,13 @@ def test_posting_refuses_to_call_posted_a_ledger_that_paid_a_ticket_as_cash(monk
     proposal.refresh_from_db()
     assert proposal.status == PayoutProposal.Status.FAILED
     assert "the approved proposal 1 tickets" in proposal.posting_job.last_error
+
+
+def test_the_statement_page_lists_each_credit_in_its_form(client, manager):
+    proposal = _proposal(lines=3)
+    posting.post_proposal(proposal.pk)
+    client.force_login(manager)
+    page = client.get(f"/proposals/{proposal.pk}/statement/e000001/").content.decode()
+    credits = page.split('class="credits"')[1].split("</table>")[0]
+    assert f"Ticket <code>{_ticket_of(proposal, 'e000001')}</code>" in credits
+    assert "credit-form cash" not in credits  # the whole refund came back as the ticket
