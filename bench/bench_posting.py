@@ -198,9 +198,9 @@ def bench_post_100k_entries_a_third_not_cash():
         )
         print(
             "   runs: cash "
-            + ", ".join(f"{t:.2f}" for t, _ in cash)
+            + ", ".join(f"{t:.2f}" for t, *_ in cash)
             + " s; not cash "
-            + ", ".join(f"{t:.2f}" for t, _ in forms)
+            + ", ".join(f"{t:.2f}" for t, *_ in forms)
             + " s"
         )
     finally:
