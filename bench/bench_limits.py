@@ -235,7 +235,7 @@ def _one_workflow(kind, active, run, users, post):
     t["floor_import"] = _copy_floor(raw, Entry._meta.db_table, _ENTRY_COLUMNS, _entry_rows)
     t["floor_lines"] = _copy_floor(raw, PayoutLine._meta.db_table, _LINE_COLUMNS, _line_rows)
     started = time.perf_counter()
-    snapshot = tournaments.import_snapshot(raw, acting_user=users["bench_support"], source="cli")
+    snapshot = incidents.import_snapshot(raw, acting_user=users["bench_support"], source="cli")
     t["import"] = time.perf_counter() - started
     tournament = snapshot.tournament
     incident = incidents.record_incident(

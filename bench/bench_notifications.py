@@ -74,7 +74,6 @@ def bench_statements_100k():
     from refunds_admin.notifications import services as notifications
     from refunds_admin.notifications.models import StatementJob, StatementMessage
     from refunds_admin.proposals import services as proposals
-    from refunds_admin.tournaments import services as tournaments
 
     old = setup_databases(verbosity=0, interactive=False, keepdb=False)
     webhook = None
@@ -88,7 +87,7 @@ def bench_statements_100k():
         doc["tournament"]["starts_at"] = (datetime.now(UTC) - timedelta(hours=4)).strftime(
             "%Y-%m-%dT%H:%M:%SZ"
         )
-        snapshot = tournaments.import_snapshot(
+        snapshot = incidents.import_snapshot(
             json.dumps(doc).encode(), acting_user=users["support"], source="cli"
         )
         tournament = snapshot.tournament

@@ -94,7 +94,6 @@ def main():
     from refunds_admin.incidents import services as incidents
     from refunds_admin.ledger.models import PostingJob
     from refunds_admin.proposals import services as proposals
-    from refunds_admin.tournaments import services as tournaments
 
     _instrument()
     old = setup_databases(verbosity=0, interactive=False, keepdb=False)
@@ -110,7 +109,7 @@ def main():
 
                 raw = json.dumps(doc).encode()
                 del doc
-                snapshot = tournaments.import_snapshot(
+                snapshot = incidents.import_snapshot(
                     raw, acting_user=users["bench_support"], source="cli"
                 )
                 t = snapshot.tournament

@@ -294,12 +294,15 @@ CELERY_BEAT_SCHEDULE = {
 # before the job fails and waits for a manager.
 POSTING_CHUNK_SIZE = env_int("POSTING_CHUNK_SIZE", 10_000)
 POSTING_STALE_AFTER = env_int("POSTING_STALE_AFTER", 120)
-POSTING_MAX_ATTEMPTS = env_int("POSTING_MAX_ATTEMPTS", 5)  # real errors only, not outages
-# An outage (cashier down or throttling, database or broker unreachable, a worker killed) never
-# uses up attempts: the job waits, backing off from POSTING_BACKOFF_BASE seconds, doubled each
-# time up to POSTING_BACKOFF_MAX, for at most POSTING_OUTAGE_BUDGET seconds; then it fails and
-# the managers are e-mailed.
-POSTING_OUTAGE_BUDGET = env_int("POSTING_OUTAGE_BUDGET", 2 * 3600)
+POSTING_MAX_ATTEMPTS = env_int("POSTING_MAX_ATTEMPTS", 5)  # real errors only
+# The wallet being unavailable (cashier down or throttling, database or broker unreachable, a
+# worker killed) never uses up attempts: the job waits, backing off from POSTING_BACKOFF_BASE
+# seconds, doubled each time up to POSTING_BACKOFF_MAX, for at most POSTING_UNAVAILABLE_BUDGET
+# seconds; then it fails and the managers are e-mailed. The setting's former name,
+# POSTING_OUTAGE_BUDGET, is still read so that existing environments keep their budget.
+POSTING_UNAVAILABLE_BUDGET = env_int(
+    "POSTING_UNAVAILABLE_BUDGET", env_int("POSTING_OUTAGE_BUDGET", 2 * 3600)
+)
 POSTING_BACKOFF_BASE = float(env("POSTING_BACKOFF_BASE", "5"))
 POSTING_BACKOFF_MAX = float(env("POSTING_BACKOFF_MAX", "300"))
 

@@ -5,7 +5,7 @@ Per key (`script`): "500", "429" (with Retry-After), "409", "422", "401", "drop"
 drop the connection before answering), "timeout" (apply, answer too late), "slow" (apply,
 answer late but in time). For every request (`faults`): a seeded random mix of the same, e.g.
 `{"500": 0.05, "429": 0.05, "drop": 0.02, "slow": 0.02}`. `down = True`: every request gets a
-503 (an outage). `ignore_keys=True` even applies a credit again when its key is resent, so only
+503 (unavailable). `ignore_keys=True` even applies a credit again when its key is resent, so only
 an adapter that never resends blindly ends with each credit once.
 
 Tickets (`"method": "ticket"`): the cashier re-issues a ticket once. A ticket already returned
@@ -50,7 +50,7 @@ class FakeCashier:
         self.faults = dict(faults or {})  # step -> probability, for every POST
         self.retry_after = retry_after
         self.random = random.Random(seed)
-        self.down = False  # True: every request answers 503 (an outage)
+        self.down = False  # True: every request answers 503 (unavailable)
         self.applied = {}  # key -> [body, ...]: more than one means applied twice
         self.tickets = {}  # ticket id -> [key, ...]: each re-issue of the ticket
         self.unknown_tickets = set()  # ticket ids this cashier never issued (422)

@@ -4,7 +4,7 @@ keys are checked once per statement by a trigger, and must still hold like forei
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from refunds_admin.bulk import insert_rows, partition_bound
+from refunds_admin.db import insert_rows, partition_bound
 from refunds_admin.proposals import services as proposals
 from refunds_admin.proposals.models import LINE_PARTITION_INDEXES, PayoutLine
 from refunds_admin.tournaments.models import Entry

@@ -1,5 +1,5 @@
 """Entries and lines reach PostgreSQL by binary COPY from the engine's columns
-(refunds_admin/bulk.py). Whatever a snapshot may hold must come back out exactly as it went in."""
+(refunds_admin/db/). Whatever a snapshot may hold must come back out exactly as it went in."""
 
 import pytest
 

@@ -12,6 +12,7 @@ import csv
 import io
 import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -22,17 +23,15 @@ from django.utils import timezone
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
+from refunds_admin.incidents.services import import_csv
 from refunds_admin.ledger import posting as ledger
 from refunds_admin.ledger.models import Credit, PostedTotal
-from refunds_admin.proposals import fingerprint
+from refunds_admin.payouts import compute_proposal, parse_policy, parse_snapshot
+from refunds_admin.proposals import figures, fingerprint
 from refunds_admin.proposals import services as proposals
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry, PrizePlace, Snapshot, Tournament
-from refunds_admin.tournaments.services import (
-    create_api_client,
-    export_snapshot,
-    import_csv,
-)
+from refunds_admin.tournaments.services import create_api_client, export_snapshot
 
 from .factories import (
     draft_proposal,
@@ -575,3 +574,28 @@ def test_a_batch_with_non_cash_refunds_is_approved_and_posts_them(support, manag
     assert ledger.post_proposal(proposal.pk) == "posted"
     credit = Credit.objects.get(proposal=proposal, entry_id="e1")
     assert (credit.method, credit.ticket_id, credit.amount_cents) == ("ticket", "TKT-9", 33_00)
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        p.name.removesuffix(".scenario.json")
+        for p in (Path(__file__).parent / "data" / "examples").glob("*.scenario.json")
+        if "refused" not in p.name
+    ),
+)
+def test_the_approvers_pool_reconciles_on_every_worked_example(name):
+    """Pool in = paid out, to the cent, under every rule and policy of the examples; the
+    overlay the house keeps and the refunds per method beside it."""
+    path = Path(__file__).parent / "data" / "examples" / f"{name}.scenario.json"
+    policy_file = path.with_name(f"{name}.policy.json")
+    policy = parse_policy(policy_file.read_text()) if policy_file.exists() else None
+    result = compute_proposal(parse_snapshot(path.read_text()), policy=policy)
+    fig = figures.from_columns(
+        result.columns, rule=result.rule, currency=result.currency, summary_cents=result.summary
+    )
+    assert fig["pool_in"] == fig["total"] == result.summary["total"]
+    by_method = fig["refunds_by_method"]
+    assert sum(v for k, v in by_method.items() if k != "tickets") == fig["total"]
+    if name.startswith("15-"):
+        assert fig["overlay_kept"] > 0

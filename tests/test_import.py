@@ -12,8 +12,9 @@ from django.utils import timezone
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.incidents.models import Incident
+from refunds_admin.incidents.services import import_csv, import_snapshot
 from refunds_admin.tournaments.models import Entry, PrizePlace, Snapshot, Tournament
-from refunds_admin.tournaments.services import export_snapshot, import_csv, import_snapshot
+from refunds_admin.tournaments.services import export_snapshot
 
 from .factories import approved_proposal, dumps, import_doc, open_incident, snapshot_doc
 

@@ -8,10 +8,11 @@ import time
 import pytest
 from django.test import Client, override_settings
 
+from refunds_admin.incidents.services import import_csv
 from refunds_admin.payouts import SnapshotError, parse_snapshot
 from refunds_admin.payouts import snapshot as engine
 from refunds_admin.tournaments.models import Entry, Snapshot, Tournament
-from refunds_admin.tournaments.services import create_api_client, import_csv
+from refunds_admin.tournaments.services import create_api_client
 
 from .factories import dumps, import_doc, snapshot_doc
 

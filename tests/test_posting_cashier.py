@@ -1,5 +1,6 @@
 """Posted means paid: the job pays only into the wallet recorded at approval, keys are safe for
-every id, outages wait without using up attempts, refusals stop at once with the reason.
+every id, an unavailable wallet is waited for without using up attempts, refusals stop at once
+with the reason.
 A real HTTP cashier on 127.0.0.1 (tests/fake_cashier.py); data built through the services."""
 
 from urllib.parse import unquote
@@ -26,6 +27,7 @@ from refunds_admin.payouts import SnapshotError, parse_snapshot
 from refunds_admin.proposals.models import PayoutProposal
 from tests.factories import approved_proposal, dumps, import_doc, snapshot_doc
 from tests.fake_cashier import FakeCashier
+from tests.support.posting import fail_past_the_unavailable_budget
 
 pytestmark = pytest.mark.django_db
 
@@ -237,7 +239,7 @@ def test_it_refuses_a_pool_too_large_to_store(support):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_it_survives_an_outage_longer_than_the_attempts_would_allow(
+def test_it_waits_for_an_unavailable_wallet_longer_than_the_attempts_would_allow(
     with_cashier, support, manager, cashier
 ):
     with_cashier.POSTING_MAX_ATTEMPTS = 2
@@ -247,7 +249,9 @@ def test_it_survives_an_outage_longer_than_the_attempts_would_allow(
         with pytest.raises(posting.PostingDelayed) as delayed:
             posting.post_proposal(proposal.pk)
         job = _job(proposal)
-        assert job.state == "queued" and job.attempts == 0 and job.outage_retries == retry
+        assert (
+            job.state == "queued" and job.attempts == 0 and job.wallet_unavailable_retries == retry
+        )
         assert "waiting for the wallet" in job.last_error and "503" in job.last_error
         assert job.retry_at is not None
     # Capped exponential backoff: 5, 10, 20, 40, 80 s by default.
@@ -255,35 +259,44 @@ def test_it_survives_an_outage_longer_than_the_attempts_would_allow(
     cashier.down = False
     assert posting.post_proposal(proposal.pk) == "posted"
     job = _job(proposal)
-    assert (job.attempts, job.outage_retries, job.outage_since, job.last_error) == (0, 0, None, "")
+    assert (
+        job.attempts,
+        job.wallet_unavailable_retries,
+        job.wallet_unavailable_since,
+        job.last_error,
+    ) == (0, 0, None, "")
     assert cashier.total_cents("proposal ") == proposal.total_cents
 
 
 def test_it_caps_the_backoff(settings):
     settings.POSTING_BACKOFF_BASE = 5
     settings.POSTING_BACKOFF_MAX = 300
-    assert [posting.outage_backoff(n) for n in (1, 2, 3, 7, 8, 30)] == [5, 10, 20, 300, 300, 300]
+    assert [posting.unavailable_backoff(n) for n in (1, 2, 3, 7, 8, 30)] == [
+        5,
+        10,
+        20,
+        300,
+        300,
+        300,
+    ]
 
 
-def test_it_alerts_the_managers_when_the_outage_outlasts_its_budget(
+def test_it_alerts_the_managers_when_the_wallet_stays_unavailable_past_its_budget(
     with_cashier, support, manager, cashier, django_capture_on_commit_callbacks
 ):
     manager.email = "maria@example.test"
     manager.save()
-    with_cashier.POSTING_OUTAGE_BUDGET = 0  # any outage is already too long on its second run
+    with_cashier.POSTING_UNAVAILABLE_BUDGET = 0  # unavailable on the second run is already too long
     proposal = approved_proposal(support, manager)
     cashier.down = True
-    with pytest.raises(posting.PostingDelayed):
-        posting.post_proposal(proposal.pk)
-    with django_capture_on_commit_callbacks(execute=True), pytest.raises(posting.PostingStopped):
-        posting.post_proposal(proposal.pk)
+    fail_past_the_unavailable_budget(proposal.pk, django_capture_on_commit_callbacks)
     job = _job(proposal)
-    assert job.state == "failed" and "outage longer than the budget" in job.last_error
+    assert job.state == "failed" and "unavailable for longer than the budget" in job.last_error
     assert "503" in job.last_error
     assert _status(proposal) == "failed"
     # The failure's audit event is what tells the managers (notifications/staff.py), once.
     staff.dispatch_events()
-    [message] = [m for m in mail.outbox if "outage longer than" in m.subject + m.body]
+    [message] = [m for m in mail.outbox if "unavailable for longer than" in m.subject + m.body]
     assert message.to == ["maria@example.test"] and "Posting failed" in message.subject
     assert f"/proposals/{proposal.pk}/" in message.body and "503" in message.body
 
@@ -342,7 +355,7 @@ def test_it_shows_where_the_money_goes_on_the_posting_page(
     assert f"Paying into the cashier at {cashier.url}, as approved." in page
 
 
-def test_it_counts_a_killed_run_as_an_outage_not_an_attempt(
+def test_it_counts_a_killed_run_as_the_wallet_unavailable_not_an_attempt(
     settings, support, manager, django_capture_on_commit_callbacks
 ):
     from datetime import timedelta
@@ -358,14 +371,16 @@ def test_it_counts_a_killed_run_as_an_outage_not_an_attempt(
     # The next run finds the job still running: the worker died. No attempt is used.
     assert posting.post_proposal(proposal.pk, max_chunks=1) == "running"
     job = _job(proposal)
-    assert (job.state, job.attempts) == ("running", 0)  # and its progress ended the outage
-    assert (job.outage_retries, job.outage_since) == (0, None)
-    # Killed again and again for longer than the outage budget: failed, managers alerted.
-    settings.POSTING_OUTAGE_BUDGET = 60
-    PostingJob.objects.filter(pk=job.pk).update(outage_since=timezone.now() - timedelta(minutes=5))
+    assert (job.state, job.attempts) == ("running", 0)  # and its progress ended the unavailability
+    assert (job.wallet_unavailable_retries, job.wallet_unavailable_since) == (0, None)
+    # Killed again and again for longer than the budget: failed, managers alerted.
+    settings.POSTING_UNAVAILABLE_BUDGET = 60
+    PostingJob.objects.filter(pk=job.pk).update(
+        wallet_unavailable_since=timezone.now() - timedelta(minutes=5)
+    )
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(posting.PostingStopped):
         posting.post_proposal(proposal.pk)
     job = _job(proposal)
     assert job.state == "failed" and "stopped without finishing" in job.last_error
     staff.dispatch_events()
-    assert len([m for m in mail.outbox if "outage longer than" in m.subject + m.body]) == 1
+    assert len([m for m in mail.outbox if "unavailable for longer than" in m.subject + m.body]) == 1

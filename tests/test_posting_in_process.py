@@ -104,7 +104,7 @@ def test_it_sweeps_only_jobs_left_waiting(
     lost = make_approved_proposal(lines=2)
     stale = make_approved_proposal(lines=2)
     posting.schedule_posting(stale)  # a job queued, never started
-    # An outage: its job waits for a backoff of ten minutes.
+    # The cashier unavailable: its job waits for a backoff of ten minutes.
     settings.POSTING_BACKOFF_BASE = settings.POSTING_BACKOFF_MAX = 600
     with FakeCashier() as cashier:
         settings.CASHIER_URL, settings.CASHIER_TOKEN = cashier.url, cashier.token

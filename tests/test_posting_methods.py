@@ -157,7 +157,7 @@ def test_a_ticket_the_cashier_cannot_return_fails_for_a_human_and_is_never_paid_
     assert not [k for k in cashier.applied if "/e000004/" in k]
     assert Credit.objects.filter(proposal=proposal, entry_id="e000004").count() == 1
     # The posting page names the ticket and the reason.
-    from refunds_admin.web.posting import progress_of
+    from refunds_admin.web.progress import progress_of
 
     progress = progress_of(proposal)
     assert [r["credit__ticket_id"] for r in progress["refused"]] == [ticket]

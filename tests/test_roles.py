@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents import services as incidents
+from refunds_admin.incidents.services import import_csv
 from refunds_admin.proposals import services as proposals
-from refunds_admin.tournaments.services import import_csv
 
 from .factories import cancelled_incident, import_doc, open_incident
 from .test_import import ENTRIES_CSV, PRIZES_CSV, _fields

@@ -18,6 +18,7 @@ from refunds_admin.notifications.models import StaffKind, StaffNotification
 from refunds_admin.proposals import services as proposals
 from tests.factories import approved_proposal, draft_proposal, submitted_proposal
 from tests.fake_cashier import FakeCashier
+from tests.support.posting import fail_past_the_unavailable_budget
 
 
 @pytest.fixture(autouse=True)
@@ -97,24 +98,21 @@ def test_it_mails_the_managers_when_posting_fails(
     assert "Reason:" in failed.body and "401" in failed.body
 
 
-def test_it_mails_each_manager_once_when_an_outage_outlasts_its_budget(
+def test_it_mails_each_manager_once_when_the_wallet_stays_unavailable_past_its_budget(
     support, manager, other_manager, staff_emails, settings, django_capture_on_commit_callbacks
 ):
-    settings.POSTING_OUTAGE_BUDGET = 0  # any outage is already too long on its second run
+    settings.POSTING_UNAVAILABLE_BUDGET = 0  # unavailable on the second run is already too long
     staff.set_preferences(other_manager, [StaffKind.SUBMITTED, StaffKind.DECIDED])
     with FakeCashier() as cashier:
         settings.CASHIER_URL, settings.CASHIER_TOKEN = cashier.url, cashier.token
         settings.CASHIER_MAX_TRIES, settings.CASHIER_BACKOFF = 1, 0
         proposal = approved_proposal(support, manager)
         cashier.down = True
-        with pytest.raises(ledger.PostingDelayed):
-            ledger.post_proposal(proposal.pk)
-        with django_capture_on_commit_callbacks(execute=True), pytest.raises(ledger.PostingStopped):
-            ledger.post_proposal(proposal.pk)
+        fail_past_the_unavailable_budget(proposal.pk, django_capture_on_commit_callbacks)
     staff.dispatch_events()
     staff.dispatch_events()  # a second sweep finds nothing new to say
     staff.send_pending()
-    told = [m for m in mail.outbox if "outage longer than" in m.subject + m.body]
+    told = [m for m in mail.outbox if "unavailable for longer than" in m.subject + m.body]
     # Once, to the manager who wants posting e-mails; not to the one who turned them off.
     assert [m.to for m in told] == [["maria@example.test"]]
     assert told[0].subject == "Posting failed: T-1 refunds"

@@ -217,9 +217,9 @@ def store_rule(
 def import_snapshot(
     raw: bytes | str | dict[str, Any], *, acting_user: User | None, source: str
 ) -> Snapshot:
-    """`tournaments.services.import_snapshot`, then the tournament's live incident is kept true
+    """`tournaments.services._import_snapshot`, then the tournament's live incident is kept true
     to the new version (see `_follow_new_snapshot`). Views, the API and commands call this one."""
-    snapshot = tournaments.import_snapshot(raw, acting_user=acting_user, source=source)
+    snapshot = tournaments._import_snapshot(raw, acting_user=acting_user, source=source)
     return _follow_new_snapshot(snapshot, acting_user)
 
 
@@ -231,8 +231,8 @@ def import_csv(
     *,
     acting_user: User | None,
 ) -> Snapshot:
-    """`tournaments.services.import_csv`, then the live incident follows as for a JSON import."""
-    snapshot = tournaments.import_csv(entries_csv, prizes_csv, fields, acting_user=acting_user)
+    """`tournaments.services._import_csv`, then the live incident follows as for a JSON import."""
+    snapshot = tournaments._import_csv(entries_csv, prizes_csv, fields, acting_user=acting_user)
     return _follow_new_snapshot(snapshot, acting_user)
 
 

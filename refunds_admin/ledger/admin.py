@@ -27,7 +27,7 @@ class PostingJobAdmin(ReadOnlyAdmin):
         "attempts",
         "wallet",
         "wallet_identity",
-        "outage_since",
+        "wallet_unavailable_since",
     ]
     list_filter = ["state", "wallet"]
 

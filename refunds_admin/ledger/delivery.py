@@ -1,6 +1,6 @@
 """Delivering a posting job's booked credits to the cashier: batches of credits, many requests
 in flight, one commit per batch of answers (docs/posting.md). The job itself (claim, chunks,
-outage, fail) is in posting.py, which calls `deliver_all` once the chunks are booked."""
+wallet unavailable, fail) is in posting.py, which calls `deliver_all` once the chunks are booked."""
 
 from functools import partial
 from typing import Any
@@ -91,8 +91,8 @@ def _record_deliveries(job, cents_by_key, results):
             fields.update(
                 posted=F("posted") + len(confirmed),
                 posted_cents=F("posted_cents") + sum(cents_by_key.pop(k) for k in confirmed),
-                outage_since=None,
-                outage_retries=0,
+                wallet_unavailable_since=None,
+                wallet_unavailable_retries=0,
                 retry_at=None,
             )
         PostingJob.objects.filter(pk=job.pk).update(**fields)

@@ -6,11 +6,18 @@ anything that changes over time -- the job's progress, a credit's delivery to th
 lives in its own table.
 """
 
-from urllib.parse import quote, unquote
-
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+# The credit key's Python form lives beside its SQL form (refunds_admin/db/keys.py).
+from refunds_admin.db.keys import (  # noqa: F401
+    credit_key,
+    key_part,
+    parse_credit_key,
+    parse_ticket_id,
+    ticket_key,
+)
 
 
 class Component(models.TextChoices):
@@ -70,48 +77,6 @@ COMPONENT_FIELDS = [
 ]
 
 
-def key_part(text: str) -> str:
-    """An id as it appears in a credit key: percent-encoded UTF-8 (RFC 3986), unreserved
-    characters (A-Z a-z 0-9 - . _ ~) left as they are. Lossless (`unquote` gives the id back),
-    printable ASCII (fit for an HTTP header), and the same for the same id on every retry.
-    The SQL writer builds the same text with ledger_key_part() (migration 0005)."""
-    return quote(text, safe="")
-
-
-def credit_key(proposal_id: int, entry_id: str, component: str) -> str:
-    """The credit's identity, also its Idempotency-Key at the cashier (docs/posting.md, "Credit
-    keys"): `proposal-<id>/<entry id, percent-encoded>/<component>`.
-
-    One key per entry *and component* (not per entry with components summed): each credit then
-    matches one line of the player's statement, and the key never depends on how the other
-    components of the entry were computed, so it is the same on every retry.
-    """
-    return f"proposal-{proposal_id}/{key_part(entry_id)}/{component}"
-
-
-def ticket_key(proposal_id: int, entry_id: str, ticket_id: str) -> str:
-    """The key of a ticket given back: `proposal-<id>/<entry id>/ticket/<ticket id>`, both ids
-    percent-encoded. One credit per ticket, named by the ticket itself, so the key never depends
-    on the order of the entry's `paid_with` nor on its other refunds: the same on every retry,
-    and the cashier re-issues the ticket once."""
-    return f"{credit_key(proposal_id, entry_id, Component.TICKET)}/{key_part(ticket_id)}"
-
-
-def parse_credit_key(key: str) -> tuple[int, str, str]:
-    """(proposal id, entry id, component) back from a key: the round trip of credit_key (and
-    of ticket_key, whose ticket id is parse_ticket_id's)."""
-    head, encoded, component, *_ = key.split("/")
-    return int(head.removeprefix("proposal-")), unquote(encoded, errors="strict"), component
-
-
-def parse_ticket_id(key: str) -> str | None:
-    """The ticket id of a ticket_key, None for any other key."""
-    parts = key.split("/")
-    if len(parts) == 4 and parts[2] == Component.TICKET:
-        return unquote(parts[3], errors="strict")
-    return None
-
-
 class Credit(models.Model):
     """Money booked to a player: one component of one entry's refund. Never changed or deleted.
 
@@ -123,10 +88,10 @@ class Credit(models.Model):
         primary_key=True,
         help_text="proposal-<id>/<entry id>/<component>, and /<ticket id> for a ticket",
     )
-    # No database foreign key: checking it costs about 0.8 s per 100k credits, a third of the
-    # posting budget. Integrity holds anyway: credits are inserted only from the proposal's own
-    # lines (so the proposal exists), and on PostgreSQL a trigger refuses to delete a proposal
-    # that has credits (migration 0002); PROTECT does the same in the ORM.
+    # No database foreign key: checking it per credit is a large share of a posting
+    # (docs/performance.md, "Foreign keys"). Integrity holds anyway: credits are inserted only
+    # from the proposal's own lines (so the proposal exists), and on PostgreSQL a trigger refuses
+    # to delete a proposal that has credits (migration 0002); PROTECT does the same in the ORM.
     proposal = models.ForeignKey(
         "proposals.PayoutProposal",
         on_delete=models.PROTECT,
@@ -217,24 +182,26 @@ class PostingJob(models.Model):
         default=-1, help_text="Position of the last line whose credits are all posted."
     )
     attempts = models.PositiveIntegerField(
-        default=0, help_text="Runs that ended in a real error (not a crash, nor an outage)."
+        default=0,
+        help_text="Runs that ended in a real error (not a crash, nor the wallet unavailable).",
     )
     last_error = models.TextField(blank=True)
-    # Outages (cashier down or throttling, database or broker unreachable, a worker killed) wait
-    # and retry without using up attempts, until the outage budget is spent.
-    outage_since = models.DateTimeField(
-        null=True, blank=True, help_text="Start of the current outage; None when healthy."
-    )
-    outage_retries = models.PositiveIntegerField(
-        default=0, help_text="Consecutive runs stopped by the current outage (sets the backoff)."
-    )
-    retry_at = models.DateTimeField(
-        null=True, blank=True, help_text="Not before then: the backoff of the current outage."
-    )
-    alerted_at = models.DateTimeField(
+    # The wallet unavailable (cashier down or throttling, database or broker unreachable, a
+    # worker killed): the job waits and retries without using up attempts, until the budget
+    # (POSTING_UNAVAILABLE_BUDGET) is spent.
+    wallet_unavailable_since = models.DateTimeField(
         null=True,
         blank=True,
-        help_text="When the managers were alerted that the outage outlasted the budget.",
+        help_text="Since when the wallet is unavailable; None when it answers.",
+    )
+    wallet_unavailable_retries = models.PositiveIntegerField(
+        default=0,
+        help_text="Consecutive runs stopped by the wallet being unavailable (sets the backoff).",
+    )
+    retry_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Not before then: the backoff while the wallet is unavailable.",
     )
     created_at = models.DateTimeField(default=timezone.now)
     queued_at = models.DateTimeField(default=timezone.now, help_text="Last time it was queued.")

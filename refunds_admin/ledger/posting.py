@@ -17,10 +17,9 @@ The flow, in the domain's words (docs/posting.md):
 
 Delivery to the cashier is in delivery.py; what the pages read, in selectors.py.
 
-Failures are classified. An outage (cashier down or throttling, database or broker unreachable,
-a worker killed mid-run) never uses up the job's attempts: the job waits with capped exponential
-backoff for up to POSTING_OUTAGE_BUDGET, then fails. A definite
-refusal (409/422: a human must look; 401/403: configuration) fails the job at once with the
+Failures are classified. The wallet being unavailable (cashier down or throttling, database or
+broker unreachable, a worker killed mid-run) never uses up the job's attempts: the job waits with
+capped exponential backoff for up to POSTING_UNAVAILABLE_BUDGET, then fails. A definite refusal (409/422: a human must look; 401/403: configuration) fails the job at once with the
 cashier's reason. Any other error counts as an attempt; after POSTING_MAX_ATTEMPTS the job fails.
 A failed job always says why (a database constraint insists), and its audit event
 `ledger.posting_failed` is what e-mails the managers, once, by their notification settings
@@ -41,7 +40,7 @@ from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
 from refunds_admin.proposals.models import PayoutProposal
-from refunds_admin.proposals.posting import (
+from refunds_admin.proposals.posting_order import (
     CASHIER,
     queue_posting,
 )
@@ -80,14 +79,14 @@ def max_attempts() -> int:
     return settings.POSTING_MAX_ATTEMPTS
 
 
-def outage_budget() -> timedelta:
-    """How long an outage may last before the job fails (and the managers are told)."""
-    return timedelta(seconds=getattr(settings, "POSTING_OUTAGE_BUDGET", 7200))
+def unavailable_budget() -> timedelta:
+    """How long the wallet may stay unavailable before the job fails (the managers are told)."""
+    return timedelta(seconds=getattr(settings, "POSTING_UNAVAILABLE_BUDGET", 7200))
 
 
-def outage_backoff(retries: int) -> float:
-    """Seconds before the next run, after `retries` runs stopped by the same outage: doubled
-    each time from POSTING_BACKOFF_BASE, capped at POSTING_BACKOFF_MAX."""
+def unavailable_backoff(retries: int) -> float:
+    """Seconds before the next run, after `retries` runs stopped by the wallet being unavailable:
+    doubled each time from POSTING_BACKOFF_BASE, capped at POSTING_BACKOFF_MAX."""
     base = getattr(settings, "POSTING_BACKOFF_BASE", 5.0)
     cap = getattr(settings, "POSTING_BACKOFF_MAX", 300.0)
     return min(cap, base * 2 ** max(0, retries - 1))
@@ -96,8 +95,9 @@ def outage_backoff(retries: int) -> float:
 # Namespace of our advisory locks (the job lock is keyed by (namespace, proposal id)).
 _LOCK_NAMESPACE = 4_0400
 
-# Errors that say "not now" rather than "wrong": they never use up the job's attempts.
-OUTAGES = (CashierUnavailable, OperationalError, InterfaceError)
+# The wallet is unavailable: errors that say "not now" rather than "wrong". They never use up
+# the job's attempts.
+WALLET_UNAVAILABLE = (CashierUnavailable, OperationalError, InterfaceError)
 
 
 class PostingStopped(Exception):
@@ -105,7 +105,7 @@ class PostingStopped(Exception):
 
 
 class PostingDelayed(Exception):
-    """An outage stopped this run; the job is queued again after `countdown` seconds."""
+    """The wallet was unavailable; the job is queued again after `countdown` seconds."""
 
     def __init__(self, reason, countdown):
         super().__init__(reason)
@@ -242,8 +242,8 @@ def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
 
     Returns the job's state afterwards, "busy" when another worker holds the job, or "refused"
     when this process is not configured for the job's wallet (the job waits, reason recorded).
-    Raises PostingStopped when the job was marked failed, PostingDelayed when an outage stopped
-    the run (retry after its countdown), any other error when a retry may help (the error and
+    Raises PostingStopped when the job was marked failed, PostingDelayed when the wallet was
+    unavailable (retry after its countdown), any other error when a retry may help (the error and
     the attempt are recorded on the job first).
     """
     with _job_lock(proposal_id) as got:
@@ -264,8 +264,10 @@ def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
         except (CashierStopped, CashierRefused) as exc:
             _fail(job, str(exc))
             raise PostingStopped(str(exc)) from exc
-        except OUTAGES as exc:
-            _outage(job, exc)  # raises PostingDelayed, or PostingStopped past the budget
+        except WALLET_UNAVAILABLE as exc:
+            _wallet_unavailable(
+                job, exc
+            )  # raises PostingDelayed, or PostingStopped past the budget
         except Exception as exc:
             _record_error(job, exc)
             raise
@@ -320,16 +322,18 @@ def _start(proposal_id):
 
 def _mark_running(job):
     """Job running, proposal posting. A job found running was left by a worker that died: that
-    is an outage (it never uses up attempts), until it outlasts the budget. Returns a reason to
+    counts as the wallet being unavailable (it never uses up attempts), until that outlasts the
+    budget. Returns a reason to
     stop, or None."""
     proposal = job.proposal
     now = timezone.now()
     if job.state == State.RUNNING:
-        job.outage_since = job.outage_since or job.heartbeat_at or now
-        job.outage_retries += 1
+        job.wallet_unavailable_since = job.wallet_unavailable_since or job.heartbeat_at or now
+        job.wallet_unavailable_retries += 1
         job.last_error = "the worker posting this job stopped without finishing (killed or crashed)"
-        if now - job.outage_since > outage_budget():
-            return f"outage longer than the budget of {_budget_text()}: {job.last_error}"
+        if now - job.wallet_unavailable_since > unavailable_budget():
+            budget = _budget_text()
+            return f"wallet unavailable for longer than the budget of {budget}: {job.last_error}"
     if proposal.status == Status.APPROVED:
         changed = PayoutProposal.objects.filter(pk=proposal.pk, status=Status.APPROVED).update(
             status=Status.POSTING
@@ -353,7 +357,8 @@ def _mark_running(job):
     job.heartbeat_at = now
     job.save(
         update_fields=[
-            "state", "started_at", "heartbeat_at", "outage_since", "outage_retries", "last_error"
+            "state", "started_at", "heartbeat_at", "wallet_unavailable_since",
+            "wallet_unavailable_retries", "last_error",
         ]
     )  # fmt: skip
     return None
@@ -397,12 +402,12 @@ def _post_all(job, wallet, *, max_chunks=None, lines_checked=False):
 
 def _advance(job, through, posted=None, posted_cents=None):
     """Record progress: absolute figures, and only forwards, so a repeated chunk changes nothing.
-    Progress ends an outage."""
+    Progress ends the wallet's unavailability."""
     fields = {
         "posted_through": through,
         "heartbeat_at": timezone.now(),
-        "outage_since": None,
-        "outage_retries": 0,
+        "wallet_unavailable_since": None,
+        "wallet_unavailable_retries": 0,
         "retry_at": None,
     }
     if posted is not None:
@@ -411,7 +416,7 @@ def _advance(job, through, posted=None, posted_cents=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# Ending: posted, outage, error, failed
+# Ending: posted, wallet unavailable, error, failed
 # ---------------------------------------------------------------------------------------------
 
 
@@ -436,8 +441,8 @@ def _finish(job):
             finished_at=now,
             heartbeat_at=now,
             last_error="",
-            outage_since=None,
-            outage_retries=0,
+            wallet_unavailable_since=None,
+            wallet_unavailable_retries=0,
             retry_at=None,
         )
         # The finance report's row, in the same transaction as "posted".
@@ -500,35 +505,35 @@ def _final_check(job):
 
 
 def _budget_text():
-    seconds = int(outage_budget().total_seconds())
+    seconds = int(unavailable_budget().total_seconds())
     return (
         f"{seconds // 3600} h {seconds % 3600 // 60:02d} min" if seconds >= 3600 else f"{seconds} s"
     )
 
 
-def _outage(job, exc):
-    """An outage stopped this run: queue the job again after a capped exponential backoff,
-    without using up an attempt; past the outage budget, fail it (the failure tells the
+def _wallet_unavailable(job, exc):
+    """The wallet was unavailable: queue the job again after a capped exponential backoff,
+    without using up an attempt; past the budget, fail it (the failure tells the
     managers)."""
     reason = f"{type(exc).__name__}: {exc}"[:2000]
     now = timezone.now()
     with transaction.atomic():
         fresh = PostingJob.objects.select_for_update().get(pk=job.pk)
-        since = fresh.outage_since or now
-        retries = fresh.outage_retries + 1
-        if now - since > outage_budget():
-            stop = f"outage longer than the budget of {_budget_text()}: {reason}"
+        since = fresh.wallet_unavailable_since or now
+        retries = fresh.wallet_unavailable_retries + 1
+        if now - since > unavailable_budget():
+            stop = f"wallet unavailable for longer than the budget of {_budget_text()}: {reason}"
         else:
             stop = None
-            countdown = outage_backoff(retries)
+            countdown = unavailable_backoff(retries)
             PostingJob.objects.filter(pk=job.pk).update(
                 state=State.QUEUED,
-                outage_since=since,
-                outage_retries=retries,
+                wallet_unavailable_since=since,
+                wallet_unavailable_retries=retries,
                 retry_at=now + timedelta(seconds=countdown),
                 queued_at=now,
                 last_error=(
-                    f"waiting for the wallet (outage since {since:%Y-%m-%d %H:%M:%S} UTC, "
+                    f"waiting for the wallet (unavailable since {since:%Y-%m-%d %H:%M:%S} UTC, "
                     f"retry {retries} in {countdown:g} s): {reason}"
                 ),
             )
@@ -606,10 +611,9 @@ def resume_posting(proposal: PayoutProposal, *, acting_user) -> None:
         last_error="",
         finished_at=None,
         queued_at=timezone.now(),
-        outage_since=None,
-        outage_retries=0,
+        wallet_unavailable_since=None,
+        wallet_unavailable_retries=0,
         retry_at=None,
-        alerted_at=None,
     )
     record(
         "ledger.posting_resumed",

@@ -7,9 +7,17 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 
 from refunds_admin.proposals.models import PayoutProposal
-from refunds_admin.proposals.posting import CASHIER, describe_wallet
+from refunds_admin.proposals.posting_order import CASHIER, describe_wallet
 
-from .models import CashierDelivery, Credit, Method, PostingJob
+from .models import (
+    COMPONENT_FIELDS,
+    REFUND_COMPONENTS,
+    CashierDelivery,
+    Component,
+    Credit,
+    Method,
+    PostingJob,
+)
 from .reconciliation import compare
 from .wallets import CashierStopped, CashierUnavailable, CashierWallet, cashier_at, wallet_problem
 
@@ -64,6 +72,33 @@ def player_credits(player_id: str) -> dict:
     for credit in credits:
         balances[credit.currency] = balances.get(credit.currency, 0) + credit.amount_cents
     return {"credits": credits, "balances": balances}
+
+
+def entry_credits(proposal: PayoutProposal, entry_id: str) -> list[dict]:
+    """One entry's credits in statement order, each with its component's name and
+    `cashier_reference` (the cashier's credit id once it confirmed the credit, else "")."""
+    order = {str(component): i for i, (component, _) in enumerate(COMPONENT_FIELDS)}
+    order.update({str(c): len(order) + i for i, c in enumerate(REFUND_COMPONENTS.values())})
+    names = dict(Component.choices)
+    rows = [
+        {
+            "key": credit.key,
+            "component": names.get(credit.component, credit.component),
+            "component_id": credit.component,
+            "method": credit.method,
+            "ticket_id": credit.ticket_id,
+            "currency": credit.currency,
+            "amount_cents": credit.amount_cents,
+            "created_at": credit.created_at,
+            "cashier_reference": getattr(
+                getattr(credit, "delivery", None), "cashier_credit_id", ""
+            ),
+        }
+        for credit in Credit.objects.filter(
+            proposal_id=proposal.pk, entry_id=entry_id
+        ).select_related("delivery")
+    ]
+    return sorted(rows, key=lambda row: (order.get(str(row["component_id"]), 99), row["ticket_id"]))
 
 
 def player_balances(player_id: str) -> dict[str, int]:

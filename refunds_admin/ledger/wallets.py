@@ -31,7 +31,12 @@ from refunds_admin.ledger.http import NotSent as _NotSent
 from refunds_admin.ledger.http import Unknown as _Unknown
 from refunds_admin.ledger.http import backoff_delay, json_or_none
 from refunds_admin.payouts.money import AmountError, format_cents, parse_amount
-from refunds_admin.proposals.posting import CASHIER, LEDGER, configured_wallet, describe_wallet
+from refunds_admin.proposals.posting_order import (
+    CASHIER,
+    LEDGER,
+    configured_wallet,
+    describe_wallet,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +50,8 @@ class CashierRefused(Exception):
 
 
 class CashierUnavailable(Exception):
-    """The cashier kept failing (5xx, 429, refused connections, unknown outcome): an outage.
-    The job waits and retries later without using up its attempts."""
+    """The cashier kept failing (5xx, 429, refused connections, unknown outcome): the wallet is
+    unavailable. The job waits and retries later without using up its attempts."""
 
 
 class WalletNotConfigured(Exception):
@@ -193,7 +198,7 @@ class CashierWallet:
     def apply(self, key, body, halt=None):
         """Apply one credit. Returns an Outcome (applied, or refused by 409/422); raises
         CashierStopped (401/403) or CashierUnavailable after `max_tries` tries that failed for
-        an outage (5xx, 429, no connection, unknown outcome)."""
+        the wallet unavailable (5xx, 429, no connection, unknown outcome)."""
         data = json.dumps(body).encode()
         headers = {"Idempotency-Key": key, "Content-Type": "application/json"}
         must_ask_first = False
@@ -261,7 +266,8 @@ class CashierWallet:
     # -- what the posting job calls --------------------------------------------------------------
 
     def _apply_or_halt(self, key, body, halt):
-        """apply(), and stop the others at once on a refusal, a bad token or an outage."""
+        """apply(), and stop the others at once on a refusal, a bad token or the cashier being
+        unavailable."""
         try:
             outcome = self.apply(key, body, halt)
         except (CashierStopped, CashierUnavailable):
@@ -277,8 +283,8 @@ class CashierWallet:
 
         `record(results)` is called in this thread with [(key, Outcome), ...] every `batch`
         answers or `flush_every` seconds, and once at the end, so progress commits per batch.
-        A refusal (409/422), a bad token (401/403) or an outage stops the delivery: nothing new
-        is sent, requests in flight finish, what was confirmed is recorded, then
+        A refusal (409/422), a bad token (401/403) or the cashier being unavailable stops the
+        delivery: nothing new is sent, requests in flight finish, what was confirmed is recorded, then
         CashierRefused / CashierStopped / CashierUnavailable is raised.
         """
         halt = threading.Event()

@@ -13,18 +13,17 @@ from contextlib import contextmanager
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from refunds_admin.db.keys import (
+    credit_key,
+    credit_key_sql,
+    key_part_sql,
+    ticket_key,
+    ticket_key_sql,
+)
 from refunds_admin.proposals import fingerprint
 from refunds_admin.proposals.models import PayoutLine
 
-from .models import (
-    COMPONENT_FIELDS,
-    REFUND_COMPONENTS,
-    Component,
-    Credit,
-    Method,
-    credit_key,
-    ticket_key,
-)
+from .models import COMPONENT_FIELDS, REFUND_COMPONENTS, Component, Credit, Method
 
 _AMOUNT_FIELDS = [field for _, field in COMPONENT_FIELDS]
 _LINE_FIELDS = ["position", "entry_id", "player_id", *_AMOUNT_FIELDS, "refunds"]
@@ -41,8 +40,8 @@ def _postgres():
 # A whole proposal sorted at once -- the fingerprint orders its lines by position, the posted
 # total counts distinct players over its credits -- spills to disk under PostgreSQL's default
 # work_mem (4 MB) past a few tens of thousands of lines, and an external sort grows faster than
-# the rows: at 250k lines the fingerprint took 0.9-1.4 s, 0.7 s sorted in memory (issue 15).
-# Those few statements get this much for themselves, then the setting goes back.
+# the rows (docs/performance.md, "Sorting in memory"). Those few statements get this much for
+# themselves, then the setting goes back.
 SORT_MEMORY = "64MB"
 
 
@@ -215,22 +214,35 @@ def line_credits(proposal_id, entry_id, player_id, *amounts_and_refunds):
 # Booking one chunk
 # ---------------------------------------------------------------------------------------------
 
-# The entry's part of the key is computed once per line, not once per credit, and the common
-# case (an id that needs no percent-encoding) is tested inline: ledger_key_part() is a SQL
-# function PostgreSQL cannot inline (its body has a subquery), and calling it for each of 300k
-# credits cost 2.3 s of a 100k-line posting (issue 15; docs/performance.md). Same keys: the
-# function itself returns the id unchanged in that case.
+# The entry's part of the key is computed once per line, not once per credit (key_part_sql:
+# the common case inline, refunds_admin/db/keys.py, where its Python twin credit_key lives).
 _VALUES = ", ".join(f"('{component}', c.{field})" for component, field in COMPONENT_FIELDS)
 # A line with `refunds` (rule 1 in the form paid) is booked from them instead (line_credits):
 # the component of each method; an unknown method gets none, and the NOT NULL column refuses it.
 _REFUND_COMPONENT_CASES = " ".join(
     f"WHEN '{method}' THEN '{component}'" for method, component in REFUND_COMPONENTS.items()
 )
-_CHUNK_SQL = f"""
+
+
+def _chunk_sql(*, skip_booked: bool) -> str:
+    """The one statement that books a chunk: its lines, their credits, inserted.
+
+    With `skip_booked` False it is a plain INSERT, for a chunk none of whose credits is booked
+    yet -- the normal case: a chunk's credits commit together with the job's progress past it,
+    so a run continues after them. ON CONFLICT DO NOTHING costs a speculative insertion per
+    credit (docs/performance.md, "Posting"); a key already booked (a redelivered chunk) makes the
+    plain INSERT fail as a whole, and the chunk is booked again with `skip_booked`. The primary
+    key is what makes a credit posted exactly once, in both statements.
+    """
+    on_conflict = "ON CONFLICT (key) DO NOTHING" if skip_booked else ""
+    key = credit_key_sql("%(proposal)s::text", "c.key_part", "v.component")
+    ticket = ticket_key_sql("%(proposal)s::text", "r.key_part", key_part_sql("r.ticket_id"))
+    refund = credit_key_sql(
+        "%(proposal)s::text", "r.key_part", f"CASE r.method {_REFUND_COMPONENT_CASES} END"
+    )
+    return f"""
 WITH chunk AS (
-    SELECT {", ".join(_LINE_FIELDS)},
-           CASE WHEN entry_id ~ '^[A-Za-z0-9._~-]*$' THEN entry_id
-                ELSE ledger_key_part(entry_id) END AS key_part
+    SELECT {", ".join(_LINE_FIELDS)}, {key_part_sql("entry_id")} AS key_part
     FROM {_LINES_TABLE}
     WHERE proposal_id = %(proposal)s AND position > %(after)s
     ORDER BY position LIMIT %(size)s
@@ -241,20 +253,15 @@ WITH chunk AS (
     FROM chunk c CROSS JOIN LATERAL jsonb_array_elements(c.refunds) AS p
     WHERE c.refunds IS NOT NULL AND (p->>'amount_cents')::bigint > 0
 ), credits AS (
-    SELECT 'proposal-' || %(proposal)s::text || '/' || c.key_part || '/' || v.component AS key,
-           c.entry_id, c.player_id, v.component, v.amount, 'cash' AS method, '' AS ticket_id
+    SELECT {key} AS key, c.entry_id, c.player_id, v.component, v.amount, 'cash' AS method,
+           '' AS ticket_id
     FROM chunk c CROSS JOIN LATERAL (VALUES {_VALUES}) AS v(component, amount)
     WHERE v.amount > 0 AND c.refunds IS NULL
     UNION ALL
-    SELECT 'proposal-' || %(proposal)s::text || '/' || r.key_part || '/ticket/'
-               || CASE WHEN r.ticket_id ~ '^[A-Za-z0-9._~-]*$' THEN r.ticket_id
-                       ELSE ledger_key_part(r.ticket_id) END,
-           r.entry_id, r.player_id, 'ticket', r.amount, 'ticket', r.ticket_id
+    SELECT {ticket}, r.entry_id, r.player_id, 'ticket', r.amount, 'ticket', r.ticket_id
     FROM parts r WHERE r.method = 'ticket'
     UNION ALL
-    SELECT 'proposal-' || %(proposal)s::text || '/' || r.key_part || '/'
-               || CASE r.method {_REFUND_COMPONENT_CASES} END,
-           r.entry_id, r.player_id, CASE r.method {_REFUND_COMPONENT_CASES} END, sum(r.amount),
+    SELECT {refund}, r.entry_id, r.player_id, CASE r.method {_REFUND_COMPONENT_CASES} END, sum(r.amount),
            r.method, ''
     FROM parts r WHERE r.method <> 'ticket'
     GROUP BY r.entry_id, r.player_id, r.key_part, r.method
@@ -264,7 +271,7 @@ WITH chunk AS (
     SELECT key, %(proposal)s, entry_id, component, player_id, %(currency)s, amount, method,
            ticket_id, %(now)s
     FROM credits
-    ON CONFLICT (key) DO NOTHING
+    {on_conflict}
     RETURNING 1
 )
 SELECT (SELECT max(position) FROM chunk),
@@ -272,14 +279,10 @@ SELECT (SELECT max(position) FROM chunk),
        (SELECT coalesce(sum(amount), 0) FROM credits),
        (SELECT count(*) FROM booked)
 """
-# The same statement as a plain INSERT, for a chunk none of whose credits is booked yet -- the
-# normal case: a chunk's credits commit together with the job's progress past it, so a run
-# continues after them. ON CONFLICT DO NOTHING costs a speculative insertion per credit (about
-# 1 s per 100k lines here); a key already booked (a redelivered chunk) makes the plain INSERT
-# fail as a whole, and the chunk is booked again with ON CONFLICT DO NOTHING. The primary key
-# is what makes a credit posted exactly once, in both statements.
-_FRESH_CHUNK_SQL = _CHUNK_SQL.replace("    ON CONFLICT (key) DO NOTHING\n", "")
-assert _FRESH_CHUNK_SQL != _CHUNK_SQL
+
+
+_CHUNK_SQL = _chunk_sql(skip_booked=True)
+_FRESH_CHUNK_SQL = _chunk_sql(skip_booked=False)
 _UNIQUE_VIOLATION = "23505"
 
 

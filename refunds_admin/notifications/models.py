@@ -74,9 +74,9 @@ class StatementMessage(models.Model):
         NO_ADDRESS = "no_address", "No address"
 
     # A posted proposal writes one message per credited player (100k at once): both foreign
-    # keys are checked once per statement by triggers (migration 0002, bulk.py), not once per
-    # row at commit, and neither has an index of its own: (job, state, id) and (proposal,
-    # player_id) below start with them.
+    # keys are checked once per statement by triggers (migration 0002, refunds_admin/db/ddl.py),
+    # not once per row at commit, and neither has an index of its own: (job, state, id) and
+    # (proposal, player_id) below start with them.
     job = models.ForeignKey(
         StatementJob,
         on_delete=models.PROTECT,

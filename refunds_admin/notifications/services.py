@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import insert_rows
+from refunds_admin.db import insert_rows
 from refunds_admin.errors import Refused
 from refunds_admin.ledger.models import Credit, Method
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal

@@ -15,6 +15,8 @@ from django.db import models
 from django.db.models import Q
 
 from refunds_admin.errors import Refused
+from refunds_admin.payouts.policy import parse_policy
+from refunds_admin.recent import Recent
 
 if TYPE_CHECKING:
     from refunds_admin.payouts.policy import Policy as EnginePolicy
@@ -122,10 +124,11 @@ class PolicyVersion(models.Model):
 
     def engine(self) -> EnginePolicy:
         """The engine's Policy for this version (parsed from the stored canonical JSON)."""
-        from .services import engine_policy
+        return _PARSED.get(self.sha256, lambda: parse_policy(self.document))
 
-        return engine_policy(self)
 
+# A version never changes once approved, so its parsed form is kept by hash.
+_PARSED: Recent[str, EnginePolicy] = Recent(size=16)
 
 _FROZEN = ("policy", "version", "document", "sha256", "title", "status")
 

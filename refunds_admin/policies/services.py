@@ -22,7 +22,6 @@ from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts.policy import DEFAULT_POLICY_ID, PRESETS, PolicyError, parse_policy
 from refunds_admin.payouts.policy import Policy as EnginePolicy
-from refunds_admin.recent import Recent
 
 from .models import DefaultPolicy, Policy, PolicyVersion
 
@@ -36,12 +35,11 @@ Status = PolicyVersion.Status
 # --------------------------------------------------------------------------------------------
 
 # A version's document never changes once approved: its parsed form is cached by hash.
-_PARSED: Recent[str, EnginePolicy] = Recent(size=16)
 
 
 def engine_policy(version: PolicyVersion) -> EnginePolicy:
     """The engine's Policy for a stored version, parsed from its canonical JSON."""
-    return _PARSED.get(version.sha256, lambda: parse_policy(version.document))
+    return version.engine()
 
 
 def default_policy() -> Policy:
@@ -157,9 +155,10 @@ def propose_policy_version(
             f"This is exactly {previous.label}: nothing to propose.",
             problems=[("document", f"no field differs from {previous.label}")],
         )
-    policy, _ = Policy.objects.get_or_create(id=parsed.id)
     try:
+        # A savepoint: a new policy or version proposed at the same time is reported, not a crash.
         with transaction.atomic():
+            policy, _ = Policy.objects.get_or_create(id=parsed.id)
             version = PolicyVersion.objects.create(
                 policy=policy,
                 version=parsed.version,

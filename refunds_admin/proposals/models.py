@@ -134,7 +134,7 @@ class PayoutLine(models.Model):
     """One entry's line of a proposal, in snapshot order. Eliminated entries get a zero line."""
 
     # Written 100k rows at a time by COPY: the foreign key is checked once per statement by a
-    # trigger (migration 0002, refunds_admin/bulk.py) rather than once per row, and there is no
+    # trigger (migration 0002, refunds_admin/db/) rather than once per row, and there is no
     # separate index on proposal_id because the unique (proposal, entry_id) index starts with it.
     proposal = models.ForeignKey(
         PayoutProposal,
@@ -200,7 +200,7 @@ class PayoutLine(models.Model):
         # LINE_PARTITION_INDEXES below.
 
 
-# Each proposal's lines are one partition of this table (PostgreSQL; refunds_admin/bulk.py,
+# Each proposal's lines are one partition of this table (PostgreSQL; refunds_admin/db/,
 # docs/performance.md). These indexes are built on each partition after its COPY, and only
 # there: a partition holds one proposal, so they need no proposal_id column in front, which
 # makes each one narrower and a third quicker to build (its first column varies, so PostgreSQL

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import Same, copy_into_partition, insert_columns
+from refunds_admin.db import Same, copy_into_partition, insert_columns
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.incidents.models import Incident
 from refunds_admin.incidents.services import rule_sentence
@@ -48,7 +48,7 @@ from refunds_admin.tournaments.services import current_snapshot, engine_snapshot
 
 from . import figures as proposal_figures
 from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
-from .posting import configured_wallet, queue_posting
+from .posting_order import configured_wallet, queue_posting
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -133,7 +133,7 @@ def _insert_lines(
     )  # fmt: skip
     if connection.vendor == "postgresql":
         # The proposal's own partition, indexed after the COPY; it replaces the lines of the
-        # proposal prepared before, if any (refunds_admin/bulk.py, docs/performance.md).
+        # proposal prepared before, if any (refunds_admin/db/, docs/performance.md).
         return copy_into_partition(
             PayoutLine,
             "proposal_id",
@@ -271,7 +271,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     )
 
     def figures_and_fingerprint() -> tuple[dict[str, Any], str]:
-        # Pure computation, run while PostgreSQL builds the lines' indexes (bulk.py).
+        # Pure computation, run while PostgreSQL builds the lines' indexes (refunds_admin/db/).
         figures = _figures(result, parsed, snapshot, policy_version.engine().management_finding)
         if previous is not None and old is not None:
             figures["changes"] = proposal_figures.changes(old, result.columns) | {

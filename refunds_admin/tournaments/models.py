@@ -176,7 +176,7 @@ class Entry(models.Model):
         ELIMINATED = "eliminated", "Eliminated"
 
     # Written 100k rows at a time by COPY: the foreign key is checked once per statement by a
-    # trigger (migration 0002, refunds_admin/bulk.py) rather than once per row, and there is no
+    # trigger (migration 0002, refunds_admin/db/) rather than once per row, and there is no
     # separate index on snapshot_id because the unique (snapshot, entry_id) index starts with it.
     snapshot = models.ForeignKey(
         Snapshot,
@@ -259,7 +259,7 @@ class Entry(models.Model):
         # lower(player_id), lower(screen_name), lower(email). They serve the search of a
         # snapshot's entries and of a proposal's lines (the same rows, position for position),
         # the player lookup across tournaments and the history's "events of this player". Each
-        # index costs about a fifth of a second per 100k entries imported.
+        # index is paid for at every import (docs/performance.md).
 
 
 class ApiClient(models.Model):

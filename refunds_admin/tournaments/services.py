@@ -26,7 +26,7 @@ from refunds_admin import payouts as engine
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
-from refunds_admin.bulk import Same, copy_into_partition, insert_columns
+from refunds_admin.db import Same, copy_into_partition, insert_columns
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import SnapshotError, parse_snapshot, paused_gc, stored
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
@@ -124,10 +124,10 @@ def _require_importer(acting_user: User | None) -> None:
 
 
 # The collector paused: an import builds hundreds of thousands of small objects and no cycles,
-# and each full collection would walk them all (0.1-0.3 s apiece for 100k entries).
+# and each full collection would walk them all (docs/performance.md, "The collector").
 @paused_gc()
 @transaction.atomic
-def import_snapshot(
+def _import_snapshot(
     raw: bytes | str | dict[str, Any], *, acting_user: User | None, source: str
 ) -> Snapshot:
     """Validate a `tournament-snapshot/1` document and store it as the tournament's next version.
@@ -136,8 +136,8 @@ def import_snapshot(
     `raw` is the document as received (bytes or str; it is stored byte for byte with its
     SHA-256). Importing the `external_id` of a known tournament adds a snapshot version (the
     incident may still be open while the platform sends a better snapshot: views, the API and
-    commands call `incidents.services.import_snapshot`, which keeps that incident's rule in
-    step with the new version); once a proposal was
+    commands call `incidents.services.import_snapshot`, the only caller of this one, which keeps
+    that incident's rule in step with the new version); once a proposal was
     approved the tournament is frozen and a re-import is refused. Importing exactly the document
     of the current version again changes nothing and returns that version, so that a retried API
     call does not pile up identical versions.
@@ -160,7 +160,7 @@ def import_snapshot(
 
 
 def _compressed_and_hashed(text: str) -> tuple[bytes, str]:
-    """The document as stored (zlib, fastest level: 14 MB become 2 MB in 0.1 s) and its SHA-256."""
+    """The document as stored (zlib, fastest level: docs/performance.md) and its SHA-256."""
     data = text.encode("utf-8")
     return zlib.compress(data, 1), hashlib.sha256(data).hexdigest()
 
@@ -308,11 +308,10 @@ ENTRY_COLUMNS_IN_DB = (
 def formats_of(parsed: engine.Snapshot) -> list[str]:
     """What the snapshot uses beyond a freeze-out paid in cash (models.FORMATS), from the
     engine's columns: the screens show those columns only then."""
-    c = parsed.columns
     uses = {
-        KNOCKOUT: parsed.bounty is not None,
-        REBUYS: any(c.rebuys_paid) or any(c.rebuy_fees_paid),
-        PAID_WITH: any(p is not None for p in c.paid_with),
+        KNOCKOUT: parsed.is_knockout,
+        REBUYS: parsed.has_rebuys,
+        PAID_WITH: parsed.has_paid_with,
     }
     return [name for name in FORMATS if uses[name]]
 
@@ -365,7 +364,7 @@ def _insert_entries(
         list(map(payments_json, c.paid_with)) if PAID_WITH in formats else Same(None),
     )  # fmt: skip
     if connection.vendor == "postgresql":
-        # The snapshot's own partition, indexed after the COPY (refunds_admin/bulk.py,
+        # The snapshot's own partition, indexed after the COPY (refunds_admin/db/,
         # docs/performance.md): a new snapshot version never has entries yet.
         return copy_into_partition(
             Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, data, meanwhile=meanwhile
@@ -694,7 +693,7 @@ def snapshot_document_from_csv(
 
 
 @transaction.atomic
-def import_csv(
+def _import_csv(
     entries_csv: CsvData,
     prizes_csv: CsvData,
     fields: Mapping[str, Any],

@@ -114,8 +114,8 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
 
     A proposal's lines are its snapshot's entries, position for position, so the search runs on
     the entries' indexes and picks the lines by position: the lines need no search index of
-    their own (each would cost a fifth of a second per 100k lines at every prepare). It costs
-    the same on 100k lines as on 100.
+    their own (each would be paid for at every prepare: docs/performance.md). It costs the same
+    on 100k lines as on 100.
     """
     qs = PayoutLine.objects.filter(proposal=proposal)
     q = (q or "").strip()
@@ -558,32 +558,3 @@ def player_tournaments(player_id):
         )
         out.append(row)
     return out
-
-
-def entry_credits(proposal: Any, entry_id: str) -> list[dict[str, Any]]:
-    """One entry's credits in statement order, each with its component's name and
-    `cashier_reference` (the cashier's credit id once it confirmed the credit, else "")."""
-    from refunds_admin.ledger.models import COMPONENT_FIELDS, REFUND_COMPONENTS, Component, Credit
-
-    order = {str(component): i for i, (component, _) in enumerate(COMPONENT_FIELDS)}
-    order.update({str(c): len(order) + i for i, c in enumerate(REFUND_COMPONENTS.values())})
-    names = dict(Component.choices)
-    rows = [
-        {
-            "key": credit.key,
-            "component": names.get(credit.component, credit.component),
-            "component_id": credit.component,
-            "method": credit.method,
-            "ticket_id": credit.ticket_id,
-            "currency": credit.currency,
-            "amount_cents": credit.amount_cents,
-            "created_at": credit.created_at,
-            "cashier_reference": getattr(
-                getattr(credit, "delivery", None), "cashier_credit_id", ""
-            ),
-        }
-        for credit in Credit.objects.filter(
-            proposal_id=proposal.pk, entry_id=entry_id
-        ).select_related("delivery")
-    ]
-    return sorted(rows, key=lambda row: (order.get(str(row["component_id"]), 99), row["ticket_id"]))

@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from refunds_admin.incidents import services as incidents
 from refunds_admin.incidents.models import Incident
-from refunds_admin.tournaments import services as tournaments
 from tests.factories import (
     approved_proposal,
     open_incident,
@@ -183,7 +183,7 @@ def test_it_fixes_the_incident_form_and_timeline(open_as, support, manager, tmp_
     """Before the start is rule 1 with a confirmation; whole minutes by default; the preview
     shows at once; no CSRF token in the preview's URL; timeline in order, each restart once;
     the overdue card stays readable."""
-    snapshot = tournaments.import_snapshot(
+    snapshot = incidents.import_snapshot(
         snapshot_file(tmp_path, external_id="UP-FORM-1").read_bytes(),
         acting_user=support,
         source="upload",

@@ -1,6 +1,6 @@
 """Credit keys for every id, and append-only everywhere money is recorded (PostgreSQL).
 
-- ledger_key_part(text): the percent-encoding of ledger.models.key_part() in SQL (UTF-8, RFC
+- ledger_key_part(text): the percent-encoding of db.keys.key_part() in SQL (UTF-8, RFC
   3986 unreserved characters left as they are, upper-case hex), so the one-statement chunk
   writer builds the very keys Python builds. Plain ids (the common case) skip the encoding.
 - TRUNCATE is refused on credits (UPDATE and DELETE already are, migration 0002).
@@ -10,20 +10,11 @@
 
 from django.db import migrations
 
-from refunds_admin.bulk import postgres_only
+from refunds_admin.db.ddl import postgres_only
+from refunds_admin.db.keys import KEY_PART_FUNCTION
 
-FORBID = r"""
-CREATE FUNCTION ledger_key_part(t text) RETURNS text AS $$
-    SELECT CASE WHEN t ~ '^[A-Za-z0-9._~-]*$' THEN t ELSE (
-        SELECT string_agg(
-            CASE WHEN ch ~ '^[A-Za-z0-9._~-]$' THEN ch
-                 ELSE upper(regexp_replace(encode(convert_to(ch, 'UTF8'), 'hex'),
-                                           '(..)', '%\1', 'g'))
-            END, '' ORDER BY n)
-        FROM regexp_split_to_table(t, '') WITH ORDINALITY AS s(ch, n))
-    END
-$$ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE;
-
+# The key function is written once, beside its Python twin (refunds_admin/db/keys.py).
+FORBID = KEY_PART_FUNCTION + r"""
 CREATE TRIGGER ledger_credit_no_truncate BEFORE TRUNCATE ON ledger_credit
     FOR EACH STATEMENT EXECUTE FUNCTION refunds_forbid_change();
 

@@ -2,7 +2,7 @@
 (issue 15). Measured on 100k messages (docs/performance.md, "Approve + post"):
 
 - the two foreign keys, deferred as Django makes them, queued one check per row and ran them at
-  commit: about 1.9 s. They are checked once per statement instead (refunds_admin/bulk.py), as
+  commit: about 1.9 s. They are checked once per statement instead (refunds_admin/db/), as
   for entries and proposal lines; deleting a job or proposal that has messages is still refused.
   Updates (the outcomes of each batch) are not checked, as a foreign key whose column does not
   change is not: a message may simply never change its job or proposal (STAY below).
@@ -18,7 +18,7 @@ import django.db.models.functions.comparison
 import django.db.models.functions.text
 from django.db import migrations, models
 
-from refunds_admin.bulk import postgres_only, statement_level_foreign_key
+from refunds_admin.db.ddl import postgres_only, statement_level_foreign_key
 
 JOB_CREATE, JOB_DROP = statement_level_foreign_key(
     "notifications_statementmessage", "job_id", "notifications_statementjob"

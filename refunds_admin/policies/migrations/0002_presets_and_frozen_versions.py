@@ -5,7 +5,7 @@ document, hash, number, title or status, and DELETE (a proposal's record names t
 from django.db import migrations
 from django.utils import timezone
 
-from refunds_admin.bulk import postgres_only
+from refunds_admin.db import postgres_only
 
 FORBID = """
 CREATE FUNCTION policies_version_frozen() RETURNS trigger AS $$

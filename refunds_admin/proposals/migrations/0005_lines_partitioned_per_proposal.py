@@ -1,13 +1,13 @@
 """Proposal lines: one partition per proposal, indexed after its COPY (docs/performance.md).
 
 PostgreSQL only; SQLite keeps the plain table. The model does not change (see
-refunds_admin.bulk.partition_table). Reversing leaves the partitioned table in place: to Django
-it is the same table.
+refunds_admin.db.partitions.partition_table). Reversing leaves the partitioned table in place:
+to Django it is the same table.
 """
 
 from django.db import migrations
 
-from refunds_admin.bulk import partition_table
+from refunds_admin.db.partitions import partition_table
 
 
 def partition(apps, schema_editor):

@@ -8,7 +8,7 @@ line. Preparing again replaces a submitted proposal's lines only after setting i
 
 from django.db import migrations
 
-from refunds_admin.bulk import postgres_only
+from refunds_admin.db.ddl import postgres_only
 
 FORBID = """
 CREATE FUNCTION proposals_payoutline_frozen() RETURNS trigger AS $$

@@ -3,9 +3,9 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-from refunds_admin.bulk import postgres_only, statement_level_foreign_key
+from refunds_admin.db.ddl import postgres_only, statement_level_foreign_key
 
-# The foreign key of the 100k-row table, checked once per statement (see refunds_admin/bulk.py).
+# The foreign key of the 100k-row table, checked once per statement (see refunds_admin/db/ddl.py).
 CREATE, DROP = statement_level_foreign_key(
     "tournaments_entry", "snapshot_id", "tournaments_snapshot"
 )

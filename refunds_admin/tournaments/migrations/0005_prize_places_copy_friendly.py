@@ -1,4 +1,4 @@
-"""Prize places: the foreign key checked once per COPY, as for entries (refunds_admin/bulk.py).
+"""Prize places: the foreign key checked once per COPY, as for entries (refunds_admin/db/).
 
 A prize table sent as one row per paid place has tens of thousands of rows; a row-by-row foreign
 key check costs several microseconds each. No separate index on snapshot_id: the unique
@@ -8,7 +8,7 @@ key check costs several microseconds each. No separate index on snapshot_id: the
 import django.db.models.deletion
 from django.db import migrations, models
 
-from refunds_admin.bulk import postgres_only, statement_level_foreign_key
+from refunds_admin.db.ddl import postgres_only, statement_level_foreign_key
 
 CREATE, DROP = statement_level_foreign_key(
     "tournaments_prizeplace", "snapshot_id", "tournaments_snapshot"

@@ -8,7 +8,7 @@ PostgreSQL would only spend time trying again.
 
 from django.db import migrations, models
 
-from refunds_admin.bulk import postgres_only
+from refunds_admin.db.ddl import postgres_only
 
 
 class Migration(migrations.Migration):

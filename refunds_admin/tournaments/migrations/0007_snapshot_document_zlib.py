@@ -8,7 +8,7 @@ import zlib
 
 from django.db import migrations, models
 
-from refunds_admin.bulk import postgres_only
+from refunds_admin.db.ddl import postgres_only
 
 
 def compress(apps, schema_editor):

@@ -13,7 +13,7 @@ from refunds_admin.incidents.models import Incident
 from refunds_admin.proposals.models import PayoutProposal
 
 from ..access import role_required
-from ..posting import progress_of
+from ..progress import progress_of
 from ..timezones import SESSION_KEY
 
 POSTING_STATES = [

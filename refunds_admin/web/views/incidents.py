@@ -268,7 +268,7 @@ def incident_site_wide(request, pk):
         request,
         pk,
         incident_services.confirm_site_wide_issue,
-        f"Site-wide issue confirmed: {rule_label(FULL_REFUND)} applies.",
+        f"Management's finding confirmed: {rule_label(FULL_REFUND)} applies.",
         JustificationForm,
         "justification_form",
     )

@@ -23,7 +23,7 @@ from .. import queries
 from ..access import device_required, get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
-from ..posting import progress_of
+from ..progress import progress_of
 
 Status = PayoutProposal.Status
 POSTING_STATES = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
@@ -84,13 +84,19 @@ _ENTRY_COLUMNS = (
     ("Bounty paid", "knockout"),
     ("Bounty on head", "knockout"),
     ("Bounties won", "knockout"),
-    ("Rebuys paid", "rebuys"),
+    ("Rebuys + fees", "rebuys"),
     ("Paid with", "paid_with"),
 )
 
 
 def _headers(columns):
-    entry = [label for label, when in _ENTRY_COLUMNS if columns[when]]
+    entry = list(
+        zip(
+            _entry_cell_classes(columns),
+            [label for label, when in _ENTRY_COLUMNS if columns[when]],
+            strict=True,
+        )
+    )
     amounts = [label for label, _, when in _AMOUNT_COLUMNS if when is None or columns[when]]
     # Entry, player, screen name, status, chips, total, statement; and the optional ones.
     span = 7 + len(entry) + len(amounts) + columns["paid_with"]
@@ -122,6 +128,13 @@ def _entry_cells(entry, columns, currency):
     return cells
 
 
+def _entry_cell_classes(columns):
+    """Amounts right-aligned, the payments (words) left-aligned, as the headers are."""
+    return [
+        "payments" if when == "paid_with" else "num" for _, when in _ENTRY_COLUMNS if columns[when]
+    ]
+
+
 def _display_rows(lines, proposal, columns):
     """The breakdown rows with their amounts already formatted ("USD 815.33") and their
     statement link built: 100 rows x 5 amounts through template filters cost more than the
@@ -140,7 +153,13 @@ def _display_rows(lines, proposal, columns):
         {
             "line": line,
             "chips": f"{line.chips:,}",
-            "entry_cells": _entry_cells(entries.get(line.position), columns, currency)
+            "entry_cells": list(
+                zip(
+                    _entry_cell_classes(columns),
+                    _entry_cells(entries.get(line.position), columns, currency),
+                    strict=True,
+                )
+            )
             if wants_entries
             else (),
             "amounts": [display(getattr(line, f), currency, symbol=False) for f in fields],
@@ -242,7 +261,7 @@ def proposal_statement(request, pk, entry_id):
         text = proposal_services.statement(proposal, entry_id)
     except Refused as exc:
         text = f"No statement: {exc.message}"
-    credits = queries.entry_credits(proposal, entry_id)
+    credits = ledger_selectors.entry_credits(proposal, entry_id)
     template = "web/proposal_statement.html"
     if request.htmx:
         # Opened where the person clicked: a row right under the entry's row.

@@ -2,7 +2,7 @@
 report's rows gain the money per method and the overlay the house kept.
 
 Postings recorded before this migration were all cash: their cash_cents is their cents.
-(Numbered 0007: the formats work's 0006_policy_components comes first once merged.)"""
+(After the merge of the formats work's 0006_policy_components and 0006_wallet_unavailable.)"""
 
 import django.db.models.expressions
 from django.db import migrations, models
@@ -11,7 +11,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0006_policy_components'),
+        ('ledger', '0007_merge_0006_policy_components_0006_wallet_unavailable'),
         ('proposals', '0009_line_indexes_per_partition'),
     ]
 

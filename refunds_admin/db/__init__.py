@@ -1,0 +1,35 @@
+"""The database's fast paths, in one place (docs/architecture.md, "The database face").
+
+- copy.py: many rows at once, COPY on PostgreSQL (text or binary, rows or columns), bulk_create
+  elsewhere.
+- partitions.py: one partition per parent row, filled by COPY and indexed after it; the
+  migration step that partitions a table.
+- keys.py: the credit key, its Python form beside its SQL form, from the same constants.
+- ddl.py: migration steps (foreign keys checked once per statement, PostgreSQL-only SQL).
+
+The collector is paused by the engine's one `paused_gc` (refunds_admin.payouts). The measurements
+behind each of these are in docs/performance.md, not in comments.
+"""
+
+from .copy import Same, copy_binary, insert_columns, insert_rows, rows_of
+from .ddl import postgres_only, statement_level_foreign_key
+from .keys import credit_key, credit_key_sql, key_part, key_part_sql, parse_credit_key
+from .partitions import copy_into_partition, partition_bound, partition_table
+
+__all__ = [
+    "Same",
+    "copy_binary",
+    "copy_into_partition",
+    "credit_key",
+    "credit_key_sql",
+    "insert_columns",
+    "insert_rows",
+    "key_part",
+    "key_part_sql",
+    "parse_credit_key",
+    "partition_bound",
+    "partition_table",
+    "postgres_only",
+    "rows_of",
+    "statement_level_foreign_key",
+]
