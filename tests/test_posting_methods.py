@@ -270,3 +270,22 @@ def test_the_statement_page_lists_each_credit_in_its_form(client, manager):
     credits = page.split('class="credits"')[1].split("</table>")[0]
     assert f"Ticket <code>{_ticket_of(proposal, 'e000001')}</code>" in credits
     assert "credit-form cash" not in credits  # the whole refund came back as the ticket
+
+
+@pytest.mark.postgres
+def test_the_ticket_key_sql_twin_builds_the_python_key():
+    from django.db import connection
+
+    from refunds_admin.db.keys import key_part_sql, ticket_key_sql
+
+    sql = ticket_key_sql("v.p::text", key_part_sql("v.e"), key_part_sql("v.t"))
+    for entry_id, ticket_id in [
+        ("e1", "TKT-88121"),
+        ("a/b c", "TKT 1/2"),
+        ("玩家-00001", "票-7%"),
+    ]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {sql} FROM (VALUES (%s, %s, %s)) AS v(p, e, t)", [12, entry_id, ticket_id]
+            )
+            assert cursor.fetchone()[0] == ticket_key(12, entry_id, ticket_id)
