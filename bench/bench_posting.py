@@ -143,6 +143,73 @@ def bench_post_100k():
 
 
 # ---------------------------------------------------------------------------------------------
+# Refunds in the form paid (issue 20): a third of the refunds not cash, against all cash
+# ---------------------------------------------------------------------------------------------
+
+ENTRIES = int(os.environ.get("BENCH_FORMS_ENTRIES", "100000"))
+
+
+def _timed_posting(worker_ready, **options):
+    """(seconds from approval to posted, credits) of a fresh ENTRIES-entry full refund."""
+    from refunds_admin.ledger.models import Credit
+    from refunds_admin.proposals.models import PayoutProposal
+    from tests.posting_support import make_approved_proposal
+
+    proposal = make_approved_proposal(lines=ENTRIES, schedule=False, **options)
+    PayoutProposal.objects.filter(pk=proposal.pk).update(
+        status="submitted", approved_by=None, approved_at=None, approved_fingerprint=""
+    )
+    proposal.refresh_from_db()
+    t0 = time.monotonic()
+    _approve(proposal)
+    job = _wait_posted(proposal)
+    elapsed = time.monotonic() - t0
+    assert job.state == "posted", job.last_error
+    credits = Credit.objects.filter(proposal=proposal)
+    return elapsed, credits.count(), credits.filter(method="ticket").count()
+
+
+def bench_post_100k_entries_a_third_not_cash():
+    """Approval to posted of a 100k-entry full refund where a third of the refunds are not cash
+    (tickets, tournament money + cash: tests.posting_support.third_non_cash) against an
+    all-cash one of the same size, in the same run, alternating. Goal: within 20%."""
+    missing = _services_missing()
+    if missing:
+        print(f"   skipped: needs {missing} and a Celery worker")
+        return
+    _setup()
+    sys.path.insert(0, str(ROOT))
+    from django.db import connection
+
+    from tests.posting_support import third_non_cash
+
+    worker = _start_worker()
+    try:
+        cash, forms = [], []
+        for _ in range(2):
+            cash.append(_timed_posting(worker))
+            forms.append(_timed_posting(worker, paid_with=third_non_cash))
+        best_cash, best_forms = min(cash), min(forms)
+        ratio = best_forms[0] / best_cash[0]
+        print(
+            f"   {ENTRIES:,} entries, all cash: {best_cash[0]:.2f} s ({best_cash[1]:,} credits); "
+            f"a third not cash: {best_forms[0]:.2f} s ({best_forms[1]:,} credits, "
+            f"{best_forms[2]:,} tickets); ratio {ratio:.2f}  goal <= 1.20"
+        )
+        print(
+            "   runs: cash "
+            + ", ".join(f"{t:.2f}" for t, *_ in cash)
+            + " s; not cash "
+            + ", ".join(f"{t:.2f}" for t, *_ in forms)
+            + " s"
+        )
+    finally:
+        os.killpg(worker.pid, 15)
+        worker.wait(timeout=30)
+        connection.close()
+
+
+# ---------------------------------------------------------------------------------------------
 # The cashier path (issue #9): credits/s to a loopback cashier, fault-free and with faults
 # ---------------------------------------------------------------------------------------------
 
@@ -200,11 +267,18 @@ def bench_cashier_throughput():
     settings.CASHIER_BACKOFF = 0.05
     print(f"   {CASHIER_CREDITS:,} credits per run, CASHIER_CONCURRENCY="
           f"{settings.CASHIER_CONCURRENCY}, CASHIER_BATCH={settings.CASHIER_BATCH}")  # fmt: skip
-    for label, faults in FAULT_MIXES:
+    from tests.posting_support import third_non_cash
+
+    runs = [(label, faults, None) for label, faults in FAULT_MIXES]
+    # Issue 20: the same path with a third of the refunds as tickets and tournament money.
+    runs.insert(1, ("fault-free, a third tickets/tournament money", "", third_non_cash))
+    for label, faults, paid_with in runs:
         proc, url = _start_cashier(faults)
         try:
             settings.CASHIER_URL = url
-            proposal = make_approved_proposal(lines=CASHIER_CREDITS // 2, schedule=False)
+            proposal = make_approved_proposal(
+                lines=CASHIER_CREDITS // 2, schedule=False, paid_with=paid_with
+            )
             started = time.monotonic()
             state = posting.post_proposal(proposal.pk)
             elapsed = time.monotonic() - started
@@ -213,7 +287,8 @@ def bench_cashier_throughput():
             assert state == "posted", job.last_error
             print(
                 f"   {label:45s} {job.total / elapsed:7,.0f} credits/s ({job.total:,} in "
-                f"{elapsed:.1f} s; {stats['posts']:,} POSTs, {stats['duplicates']} applied twice)"
+                f"{elapsed:.1f} s; {stats['posts']:,} POSTs, {stats['duplicates']} applied twice, "
+                f"{stats['tickets']:,} tickets, {stats['ticket_duplicates']} returned twice)"
             )
         finally:
             os.killpg(proc.pid, 15)

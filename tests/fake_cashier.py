@@ -8,6 +8,12 @@ answer late but in time). For every request (`faults`): a seeded random mix of t
 503 (unavailable). `ignore_keys=True` even applies a credit again when its key is resent, so only
 an adapter that never resends blindly ends with each credit once.
 
+Tickets (`"method": "ticket"`): the cashier re-issues a ticket once. A ticket already returned
+under another key, one in `unknown_tickets`, or a ticket without `ticket_id` is refused with
+422 and the reason; `tickets` records each re-issue (ticket id -> keys), and
+`ticket_duplicates()` counts re-issues beyond the first (must stay 0). An unknown `method`
+is refused with 422 too.
+
 `python -m tests.fake_cashier --port 0 [--faults 500=0.05,429=0.05]` runs one on its own (the
 benchmark does), printing its URL; `GET /api/_stats` answers the counts.
 """
@@ -46,6 +52,8 @@ class FakeCashier:
         self.random = random.Random(seed)
         self.down = False  # True: every request answers 503 (unavailable)
         self.applied = {}  # key -> [body, ...]: more than one means applied twice
+        self.tickets = {}  # ticket id -> [key, ...]: each re-issue of the ticket
+        self.unknown_tickets = set()  # ticket ids this cashier never issued (422)
         self.script = {}  # key -> behaviours for its next POSTs
         self.posts = Counter()
         self.answers = Counter()  # status (or "drop") -> count
@@ -71,20 +79,47 @@ class FakeCashier:
         """Credits applied more than once (must stay 0)."""
         return sum(len(bodies) - 1 for bodies in self.applied.values())
 
-    def total_cents(self, prefix=""):
+    def ticket_duplicates(self):
+        """Tickets re-issued more than once (must stay 0)."""
+        return sum(len(keys) - 1 for keys in self.tickets.values())
+
+    def total_cents(self, prefix="", method=None):
+        """Cents applied (every application counts), for one method if given ("cash": no
+        method in the body)."""
         total = 0
         for bodies in list(self.applied.values()):
             for body in bodies:
-                if body["reference"].startswith(prefix):
+                if body["reference"].startswith(prefix) and (
+                    method is None or body.get("method", "cash") == method
+                ):
                     whole, _, frac = body["amount"].partition(".")
                     total += int(whole) * 100 + int((frac + "00")[:2])
         return total
+
+    def _ticket_refusal(self, key, body):
+        """Why this body cannot be applied (422), or None. Under the lock."""
+        method = body.get("method", "cash")
+        if method not in ("cash", "tournament_money", "ticket"):
+            return f"unknown method {method!r}"
+        if method != "ticket":
+            return "ticket_id without method ticket" if "ticket_id" in body else None
+        ticket_id = body.get("ticket_id")
+        if not ticket_id:
+            return "a ticket without ticket_id"
+        if ticket_id in self.unknown_tickets:
+            return f"unknown ticket {ticket_id}"
+        others = [k for k in self.tickets.get(ticket_id, []) if k != key]
+        if others:
+            return f"ticket {ticket_id} was already returned (key {others[0]})"
+        return None
 
     def stats(self):
         with self.lock:
             return {
                 "applied": len(self.applied),
                 "duplicates": self.duplicates(),
+                "tickets": len(self.tickets),
+                "ticket_duplicates": self.ticket_duplicates(),
                 "posts": sum(self.posts.values()),
                 "answers": {str(k): v for k, v in self.answers.items()},
             }
@@ -159,8 +194,13 @@ class FakeCashier:
                     return self._send(401, {"error": "token revoked"})
                 with cashier.lock:
                     known = key in cashier.applied and not cashier.ignore_keys
-                    if not known:
+                    refusal = None if known else cashier._ticket_refusal(key, body)
+                    if not known and refusal is None:
                         cashier.applied.setdefault(key, []).append(body)
+                        if body.get("method") == "ticket":
+                            cashier.tickets.setdefault(body["ticket_id"], []).append(key)
+                if refusal is not None:
+                    return self._send(422, {"error": refusal})
                 credit_id = f"cc-{key}"
                 if step == "drop":  # applied, then the connection dies before any answer
                     with cashier.lock:

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
+from refunds_admin.payouts.money import format_cents, parse_amount
 from tests.factories import approved_proposal, lines_doc, submitted_proposal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,30 @@ def make_submitted_proposal(lines=10, *, amounts=None, currency="USD"):
     return submitted_proposal(_user("posting_preparer", "support"), doc=doc)
 
 
-def make_approved_proposal(lines=10, *, amounts=None, currency="USD", schedule=True):
+def third_non_cash(index, entry, tournament=""):
+    """`paid_with` for a proposal where a third of the refunds are not cash (issue 20): entry 1,
+    4, 7, ... bought in with a ticket TKT-<entry id> worth its whole buy-in and fee, entry 2,
+    5, 8, ... with tournament money for the buy-in and cash for the fee; the others in cash."""
+    paid = parse_amount(entry["buy_in_paid"]) + parse_amount(entry["fee_paid"])
+    if index % 3 == 1:
+        return [
+            {
+                "method": "ticket",
+                "amount": format_cents(paid),
+                "ticket_id": f"TKT-{tournament}-{entry['entry_id']}",
+            }
+        ]
+    if index % 3 == 2:
+        return [
+            {"method": "tournament_money", "amount": entry["buy_in_paid"]},
+            {"method": "cash", "amount": entry["fee_paid"]},
+        ]
+    return None
+
+
+def make_approved_proposal(
+    lines=10, *, amounts=None, currency="USD", schedule=True, paid_with=None
+):
     """An approved proposal with `lines` lines, built through the services: a snapshot imported
     with import_snapshot, an incident recorded and cancelled after its window, the proposal
     prepared and submitted by support and approved by a manager (tests.factories).
@@ -70,6 +94,13 @@ def make_approved_proposal(lines=10, *, amounts=None, currency="USD", schedule=T
         amounts = [(1000, 0, 0, 100)] * lines
     n = next(_serial)
     doc = lines_doc(amounts, external_id=f"PT-{os.getpid()}-{n}", currency=currency)
+    if paid_with is not None:
+        # `paid_with(index, entry, tournament id)`: how entry `index` (1, 2, ...) paid, or None for all in
+        # cash (a full refund returns each part in the form paid, e.g. third_non_cash).
+        for index, entry in enumerate(doc["entries"], start=1):
+            payments = paid_with(index, entry, doc["tournament"]["external_id"])
+            if payments is not None:
+                entry["paid_with"] = payments
     preparer = _user("posting_preparer", "support")
     approver = _user("posting_approver", "manager")
     if schedule:
@@ -93,14 +124,21 @@ def _check_lines(proposal, amounts):
 
 def expected_keys(proposal):
     """Every credit key the proposal must end up with, exactly once."""
-    from refunds_admin.ledger.models import COMPONENT_FIELDS, credit_key
+    return set(expected_credits(proposal))
 
-    keys = set()
-    for line in proposal.lines.values("entry_id", *[f for _, f in COMPONENT_FIELDS]):
-        for component, field in COMPONENT_FIELDS:
-            if line[field] > 0:
-                keys.add(credit_key(proposal.pk, line["entry_id"], component))
-    return keys
+
+def expected_credits(proposal):
+    """{key: (method, ticket_id, cents)} of every credit the proposal must end up with, from
+    its stored lines as the writer books them (writers.line_credits)."""
+    from refunds_admin.ledger.models import COMPONENT_FIELDS
+    from refunds_admin.ledger.writers import line_credits
+
+    fields = [f for _, f in COMPONENT_FIELDS]
+    out = {}
+    for line in proposal.lines.values_list("entry_id", "player_id", *fields, "refunds"):
+        for c in line_credits(proposal.pk, *line):
+            out[c["key"]] = (c["method"], c["ticket_id"], c["amount"])
+    return out
 
 
 def wait_for(predicate, timeout=30.0, interval=0.05, message="condition"):

@@ -169,3 +169,83 @@ def test_it_keeps_other_requests_going_while_one_waits_for_retry_after():
     others = max(t for key, t in finished.items() if key != "k-slow")
     assert others < 0.9 <= 1.0 <= finished["k-slow"]
     assert fake.posts["k-slow"] == 2
+
+
+# -- methods and tickets (issue 20) -------------------------------------------------------------
+
+
+def _credit(component, method="cash", ticket_id="", cents=5500):
+    return {
+        "entry_id": "e1",
+        "player_id": "p1",
+        "currency": "USD",
+        "amount_cents": cents,
+        "component": component,
+        "method": method,
+        "ticket_id": ticket_id,
+    }
+
+
+def test_the_body_names_the_form_of_the_refund_and_cash_stays_as_it_was():
+    from refunds_admin.ledger.wallets import credit_body
+
+    cash = credit_body(_credit("buy_in_refund"), 12, "UP-1", "Buy-in refund")
+    assert cash == {
+        "player_id": "p1",
+        "currency": "USD",
+        "amount": "55.00",
+        "reference": "proposal 12 / entry e1 / buy_in_refund",
+        "memo": "Tournament UP-1 cancelled: Buy-in refund",
+    }  # no method: cash, the very body older keys were sent with
+    money = credit_body(_credit("tournament_money", "tournament_money"), 12, "UP-1", "x")
+    assert money["method"] == "tournament_money" and "ticket_id" not in money
+    ticket = credit_body(_credit("ticket", "ticket", "TKT-88121"), 12, "UP-1", "x")
+    assert (ticket["method"], ticket["ticket_id"], ticket["amount"]) == (
+        "ticket",
+        "TKT-88121",
+        "55.00",
+    )
+    assert ticket["memo"] == "Tournament UP-1 cancelled: ticket TKT-88121 returned"
+    with pytest.raises(ValueError, match="ticket without ticket_id"):
+        credit_body(_credit("ticket", "ticket", ""), 12, "UP-1", "x")
+
+
+TICKET = BODY | {"amount": "55.00", "method": "ticket", "ticket_id": "TKT-88121"}
+
+
+def test_a_ticket_is_returned_once_whatever_the_retries():
+    with FakeCashier() as fake:  # this one honours keys, as the spec says
+        fake.script = {"k-t": ["500", "drop", "429"]}
+        wallet = wallet_for(fake)
+        assert wallet.apply("k-t", TICKET).applied
+        again = wallet.apply("k-t", TICKET)  # a retry under the same key: nothing new
+        assert again.applied and again.status == 200
+        assert fake.tickets == {"TKT-88121": ["k-t"]} and fake.ticket_duplicates() == 0
+
+
+def test_a_ticket_the_cashier_cannot_return_is_refused_with_its_reason_never_paid_as_cash():
+    with FakeCashier() as fake:
+        fake.unknown_tickets = {"TKT-404"}
+        wallet = wallet_for(fake)
+        assert wallet.apply("k-1", TICKET).applied
+        # The same ticket under another key: already returned.
+        twice = wallet.apply("k-2", TICKET)
+        assert (twice.applied, twice.status) == (False, 422)
+        assert "ticket TKT-88121 was already returned" in twice.error
+        unknown = wallet.apply("k-3", TICKET | {"ticket_id": "TKT-404"})
+        assert (unknown.applied, unknown.status) == (False, 422)
+        assert "unknown ticket TKT-404" in unknown.error
+        # Nothing went out as cash instead: one application, the ticket.
+        assert fake.total_cents(method="cash") == 0
+        assert fake.total_cents(method="ticket") == 5500
+        assert sorted(fake.applied) == ["k-1"]
+
+
+def test_the_fake_cashier_itself_reports_a_ticket_returned_twice():
+    # A blind cashier (keys ignored) re-issues a ticket resent under its key: the figure the
+    # fault tests assert stays 0 counts exactly that.
+    with FakeCashier(ignore_keys=True) as fake:
+        wallet = wallet_for(fake)
+        wallet.apply("k-t", TICKET)
+        wallet.apply("k-t", TICKET)
+        assert fake.ticket_duplicates() == 1

@@ -96,3 +96,24 @@ def test_it_is_for_managers_and_auditors_with_chart_csv_and_credits(
     assert f"proposal-{postings[0].pk}/e1/" in credits.text
     bad = client.get(reverse("finance_report") + "?start=2026-05-01&end=2026-04-01")
     assert "before its start" in bad.text
+
+
+def test_an_all_cash_posting_is_all_cash_paid_in_the_per_method_table_and_csv(
+    client, postings, auditor
+):
+    report = selectors.finance_report()
+    for t in report["totals"]:
+        assert t["cash_cents"] == t["cents"] == ledger_total(t["currency"])
+        assert (t["tournament_money_cents"], t["tickets"], t["ticket_cents"]) == (0, 0, 0)
+    assert sum(r["cash_cents"] for r in report["by_method"] if r["currency"] == "USD") == (
+        ledger_total("USD")
+    )
+    client.force_login(auditor)
+    page = client.get(reverse("finance_report"))
+    assert "What it cost, by form" in page.text and "Tickets returned" in page.text
+    exported = b"".join(client.get(reverse("finance_report_csv")).streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    assert {"cash_paid", "tournament_money_credited", "tickets_returned", "tickets_value"} <= set(
+        rows[0]
+    )
+    assert all(r["cash_paid"] == r["amount"] and r["tickets_returned"] == "0" for r in rows)

@@ -24,6 +24,7 @@ from django.utils import timezone
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.incidents.services import import_csv
+from refunds_admin.ledger import posting as ledger
 from refunds_admin.ledger.models import Credit, PostedTotal
 from refunds_admin.payouts import compute_proposal, parse_policy, parse_snapshot
 from refunds_admin.proposals import figures, fingerprint
@@ -421,19 +422,32 @@ def test_the_sql_twin_notices_a_changed_bounty(support):
 # --------------------------------------------------------------------------------------------
 
 
-def test_approving_non_cash_refunds_is_refused_until_the_wallet_returns_them(support, manager):
+def test_approval_of_non_cash_refunds_posts_them(support, manager):
+    # Issue 19 refused this approval until the wallet could return tickets and tournament
+    # money (issue 20): now it posts each part in the form it was paid.
     proposal = proposals.submit_proposal(_full_refund(support, knockout_doc()), acting_user=support)
-    with pytest.raises(Refused) as refused:
-        proposals.approve_proposal(proposal, acting_user=manager, fingerprint=proposal.fingerprint)
-    message = refused.value.message
-    assert (
-        "returning tickets and tournament money through the wallet is not available yet" in message
+    approved = proposals.approve_proposal(
+        proposal, acting_user=manager, fingerprint=proposal.fingerprint
     )
-    assert "2 entries" in message and "e1" in message
+    assert approved.status == PayoutProposal.Status.APPROVED
+    assert ledger.post_proposal(proposal.pk) == "posted"
     proposal.refresh_from_db()
-    assert proposal.status == PayoutProposal.Status.SUBMITTED
-    assert proposal.incident.tournament.frozen_at is None
-    assert not AuditEvent.objects.filter(action="proposal.approved").exists()
+    credits = {c.key: c for c in Credit.objects.filter(proposal=proposal)}
+    ticket = credits[f"proposal-{proposal.pk}/e1/ticket/TKT-1"]
+    assert (ticket.method, ticket.ticket_id, ticket.amount_cents) == ("ticket", "TKT-1", 43_00)
+    assert not any(c.entry_id == "e1" and c.method == "cash" for c in credits.values())
+    money = credits[f"proposal-{proposal.pk}/e5/tournament_money"]
+    cash = credits[f"proposal-{proposal.pk}/e5/cash_refund"]
+    assert (money.method, money.amount_cents, cash.method, cash.amount_cents) == (
+        "tournament_money",
+        20_00,
+        "cash",
+        23_00,
+    )
+    assert sum(c.amount_cents for c in credits.values()) == proposal.total_cents
+    total = PostedTotal.objects.get(proposal=proposal)
+    assert (total.tickets, total.ticket_cents, total.tournament_money_cents) == (1, 43_00, 20_00)
+    assert total.cash_cents == proposal.total_cents - 63_00
 
 
 def test_a_knockout_paid_in_cash_is_approved_under_rule_1(support, manager):
@@ -544,7 +558,8 @@ def test_the_players_email_tells_the_bounty_and_the_equal_share(support, manager
     assert "shared equally among 4 players" in ann.body
 
 
-def test_a_batch_with_non_cash_refunds_is_refused_whole(support, manager):
+def test_a_batch_with_non_cash_refunds_is_approved_and_posts_them(support, manager):
+    # Issue 19 refused such a batch whole until the wallet returned tickets (issue 20).
     from .factories import approve_outage, prepared_outage
 
     ticket = {"method": "ticket", "amount": "33.00", "ticket_id": "TKT-9"}
@@ -553,10 +568,12 @@ def test_a_batch_with_non_cash_refunds_is_refused_whole(support, manager):
         "entry_fields": {0: {"paid_with": [ticket]}},
     }
     outage = prepared_outage(support, docs={"OUT-2": early})
-    with pytest.raises(Refused) as refused:
-        approve_outage(outage, manager)
-    assert "not available yet" in refused.value.message
-    assert not PayoutProposal.objects.filter(status=PayoutProposal.Status.APPROVED).exists()
+    approve_outage(outage, manager)
+    proposal = PayoutProposal.objects.get(incident__tournament__external_id="OUT-2")
+    assert proposal.status == PayoutProposal.Status.APPROVED
+    assert ledger.post_proposal(proposal.pk) == "posted"
+    credit = Credit.objects.get(proposal=proposal, entry_id="e1")
+    assert (credit.method, credit.ticket_id, credit.amount_cents) == ("ticket", "TKT-9", 33_00)
 
 
 @pytest.mark.parametrize(

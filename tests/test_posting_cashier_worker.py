@@ -137,3 +137,80 @@ def test_it_survives_a_cashier_unavailable_longer_than_its_attempts(celery_worke
     assert job.state == "posted", job.last_error
     assert job.attempts == 0 and job.wallet_unavailable_since is None
     assert_paid_exactly_once(proposal, cashier)
+
+
+# -- tickets and tournament money (issue 20) ---------------------------------------------------
+
+
+def _terminate_worker_connections():
+    """A database restart as the workers see it: every other connection to the test database
+    is terminated (this test's own stays; no other database is touched)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def assert_every_form_paid_exactly_once(proposal, cashier):
+    """Posted means the cashier holds every cent and every ticket: each credit once, each in
+    the form it was booked, each ticket re-issued once."""
+    from tests.posting_support import expected_credits
+
+    assert_paid_exactly_once(proposal, cashier)
+    expected = expected_credits(proposal)
+    for key, (method, ticket_id, _) in expected.items():
+        [body] = cashier.applied[key]
+        assert (body.get("method", "cash"), body.get("ticket_id", "")) == (method, ticket_id), key
+    tickets = {t for m, t, _ in expected.values() if m == "ticket"}
+    assert set(cashier.tickets) == tickets and cashier.ticket_duplicates() == 0
+    assert all(len(keys) == 1 for keys in cashier.tickets.values())
+    [row] = selectors.reconcile([proposal.pk])
+    assert row["ok"] and row["tickets"] == {"ledger": len(tickets), "cashier": len(tickets)}
+    return len(tickets)
+
+
+def test_every_ticket_is_returned_once_through_kills_faults_and_a_database_restart(
+    celery_worker_process, cashier
+):
+    from tests.posting_support import third_non_cash
+
+    env = _worker_env(cashier)
+    worker = celery_worker_process.start(**env)
+    # 1,200 entries, a third returned as tickets, a third as tournament money + cash: 2,000
+    # credits, 400 of them tickets.
+    proposal = make_approved_proposal(lines=1_200, paid_with=third_non_cash)
+    confirmed, kills, restarts = 0, 0, 0
+    for round_ in range(4):
+        confirmed = wait_for(
+            lambda c=confirmed: (lambda n: n if n > c + 120 else None)(_confirmed(proposal)),
+            timeout=90,
+            message=f"progress before fault {round_ + 1}",
+        )
+        if round_ == 2:
+            # The database restarts under the running worker: its connections die mid-batch.
+            restarts += _terminate_worker_connections() > 0
+            continue
+        assert _job(proposal).state in ("running", "queued")
+        celery_worker_process.kill(worker)
+        kills += 1
+        worker = celery_worker_process.start(**env)
+        wait_for(
+            lambda: posting.sweep_unposted(stale_after=timedelta(0)),
+            timeout=30,
+            message="the sweeper to queue the job again",
+        )
+    job = wait_until_posted(proposal, timeout=180)
+    assert job.state == "posted", job.last_error
+    assert job.attempts == 0  # kills and a restart are outages, never attempts
+    tickets = assert_every_form_paid_exactly_once(proposal, cashier)
+    faults = {str(k): v for k, v in cashier.answers.items() if k in (500, 429, "drop")}
+    assert faults.get("500") and faults.get("429") and faults.get("drop")
+    print(
+        f"\nFAULT FIGURES: {kills} SIGKILLs, {restarts} database restart, faults injected "
+        f"{faults}, {job.total} credits, {tickets} tickets returned exactly once, "
+        f"{cashier.ticket_duplicates()} twice, reconcile ok"
+    )

@@ -258,3 +258,20 @@ def test_a_message_stays_with_its_job_and_proposal(support, manager):
             job_id=message.job_id + 1000, proposal=proposal, player_id="p0", entry_ids=[],
             total_cents=1, idempotency_key=f"statement/proposal-{proposal.pk}/p0",
         )  # fmt: skip
+
+
+def test_a_statement_names_what_came_back_in_which_form():
+    from refunds_admin.notifications.statements import form_sentences
+
+    credits = [
+        {"method": "cash", "ticket_id": "", "amount_cents": 500},
+        {"method": "ticket", "ticket_id": "TKT-88121", "amount_cents": 5500},
+        {"method": "tournament_money", "ticket_id": "", "amount_cents": 2000},
+    ]
+    assert form_sentences(credits, "USD") == [
+        "Your ticket TKT-88121 ($55.00) has been returned to your account",
+        "$20.00 has been credited to your tournament money balance",
+        "$5.00 has been paid to your cash balance",
+    ]
+    # All in cash: the statement itself says it all.
+    assert form_sentences([{"method": "cash", "ticket_id": "", "amount_cents": 500}], "USD") == []

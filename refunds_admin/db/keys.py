@@ -35,10 +35,32 @@ def credit_key(proposal_id: int, entry_id: str, component: str) -> str:
     return f"{KEY_PREFIX}{proposal_id}{SEPARATOR}{key_part(entry_id)}{SEPARATOR}{component}"
 
 
+# The component of a ticket given back (ledger.models.Component.TICKET): its key names the
+# ticket too.
+TICKET = "ticket"
+
+
+def ticket_key(proposal_id: int, entry_id: str, ticket_id: str) -> str:
+    """The key of a ticket given back: `proposal-<id>/<entry id>/ticket/<ticket id>`, both ids
+    percent-encoded. One credit per ticket, named by the ticket itself, so the key never depends
+    on the order of the entry's `paid_with` nor on its other refunds: the same on every retry,
+    and the cashier re-issues the ticket once. SQL twin: ticket_key_sql()."""
+    return f"{credit_key(proposal_id, entry_id, TICKET)}{SEPARATOR}{key_part(ticket_id)}"
+
+
 def parse_credit_key(key: str) -> tuple[int, str, str]:
-    """(proposal id, entry id, component) back from a key: the round trip of credit_key."""
-    head, encoded, component = key.split(SEPARATOR)
+    """(proposal id, entry id, component) back from a key: the round trip of credit_key (and of
+    ticket_key, whose ticket id is parse_ticket_id's)."""
+    head, encoded, component, *_ = key.split(SEPARATOR)
     return int(head.removeprefix(KEY_PREFIX)), unquote(encoded, errors="strict"), component
+
+
+def parse_ticket_id(key: str) -> str | None:
+    """The ticket id of a ticket_key, None for any other key."""
+    parts = key.split(SEPARATOR)
+    if len(parts) == 4 and parts[2] == TICKET:
+        return unquote(parts[3], errors="strict")
+    return None
 
 
 # The SQL twins. ledger_key_part() is created by migration ledger/0005 from this text.
@@ -72,3 +94,9 @@ def credit_key_sql(proposal: str, part: str, component: str) -> str:
     return (
         f"'{KEY_PREFIX}' || {proposal} || '{SEPARATOR}' || {part} || '{SEPARATOR}' || {component}"
     )
+
+
+def ticket_key_sql(proposal: str, part: str, ticket_part: str) -> str:
+    """SQL for ticket_key() from three SQL expressions (the proposal id as text, the entry's key
+    part, the ticket id's key part)."""
+    return f"{credit_key_sql(proposal, part, repr(TICKET))} || '{SEPARATOR}' || {ticket_part}"

@@ -34,9 +34,16 @@ def deliver_all(job, wallet):
                 Credit.objects.filter(proposal_id=proposal.pk, key__gt=last_key)
                 .exclude(delivery__state=CashierDelivery.State.APPLIED)
                 .order_by("key")
-                .values("key", "entry_id", "component", "player_id", "currency", "amount_cents")[
-                    :page
-                ]
+                .values(
+                    "key",
+                    "entry_id",
+                    "component",
+                    "player_id",
+                    "currency",
+                    "amount_cents",
+                    "method",
+                    "ticket_id",
+                )[:page]
             )
             if not credits:
                 return

@@ -12,7 +12,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 # The credit key's Python form lives beside its SQL form (refunds_admin/db/keys.py).
-from refunds_admin.db.keys import credit_key, key_part, parse_credit_key  # noqa: F401
+from refunds_admin.db.keys import (  # noqa: F401
+    credit_key,
+    key_part,
+    parse_credit_key,
+    parse_ticket_id,
+    ticket_key,
+)
 from refunds_admin.jobs.kinds import JobKind, register
 
 
@@ -26,6 +32,39 @@ class Component(models.TextChoices):
     # A policy's components (policies.md), paid in cash like the four above.
     EQUAL_SHARE = "equal_share", "Equal share"
     BOUNTY_REFUND = "bounty_refund", "Bounty"
+    # A rule-1 refund given back in the form it was paid (policies.md, `refund_form: as_paid`):
+    # the line's `refunds` replace its buy-in, fee and bounty refunds as credits, one credit per
+    # method and one per ticket (REFUND_COMPONENTS).
+    CASH_REFUND = "cash_refund", "Refund in cash"
+    TOURNAMENT_MONEY = "tournament_money", "Refund in tournament money"
+    TICKET = "ticket", "Ticket returned"
+
+
+class Method(models.TextChoices):
+    """The form a credit takes at the wallet (cashier-api.md `method`): cash is withdrawable,
+    tournament money only buys into tournaments, a ticket is one tournament seat given back."""
+
+    CASH = "cash", "Cash"
+    TOURNAMENT_MONEY = "tournament_money", "Tournament money"
+    TICKET = "ticket", "Ticket"
+
+
+# The component under which each method of a line's `refunds` is credited.
+REFUND_COMPONENTS = {
+    Method.CASH: Component.CASH_REFUND,
+    Method.TOURNAMENT_MONEY: Component.TOURNAMENT_MONEY,
+    Method.TICKET: Component.TICKET,
+}
+
+
+def method_of(component: str) -> str:
+    """A credit's method follows from its component: every component is cash but the refunds
+    given back as tournament money or as a ticket."""
+    if component == Component.TOURNAMENT_MONEY:
+        return Method.TOURNAMENT_MONEY
+    if component == Component.TICKET:
+        return Method.TICKET
+    return Method.CASH
 
 
 # PayoutLine field holding each component's amount, in statement order (the policy's two
@@ -47,7 +86,9 @@ class Credit(models.Model):
     """
 
     key = models.CharField(
-        max_length=300, primary_key=True, help_text="proposal-<id>/<entry id>/<component>"
+        max_length=300,
+        primary_key=True,
+        help_text="proposal-<id>/<entry id>/<component>, and /<ticket id> for a ticket",
     )
     # No database foreign key: checking it per credit is a large share of a posting
     # (docs/performance.md, "Foreign keys"). Integrity holds anyway: credits are inserted only
@@ -64,6 +105,12 @@ class Credit(models.Model):
     player_id = models.CharField(max_length=128)
     currency = models.CharField(max_length=3)
     amount_cents = models.BigIntegerField()
+    # The form the money takes (db_default: the one-statement chunk writer books cash lines
+    # without naming it); a ticket names the ticket given back, its amount the ticket's value.
+    method = models.CharField(
+        max_length=20, choices=Method.choices, default=Method.CASH, db_default=Method.CASH
+    )
+    ticket_id = models.CharField(max_length=128, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -73,6 +120,28 @@ class Credit(models.Model):
         constraints = [
             # A zero component is not a credit: nothing is booked for it.
             models.CheckConstraint(condition=Q(amount_cents__gt=0), name="credit_amount_positive"),
+            # A ticket credit names its ticket; no other credit does.
+            models.CheckConstraint(
+                condition=(Q(method=Method.TICKET) & ~Q(ticket_id=""))
+                | (~Q(method=Method.TICKET) & Q(ticket_id="")),
+                name="credit_ticket_named",
+            ),
+            # The method follows from the component (method_of): never cash for a ticket.
+            models.CheckConstraint(
+                condition=Q(component=Component.TICKET, method=Method.TICKET)
+                | Q(component=Component.TOURNAMENT_MONEY, method=Method.TOURNAMENT_MONEY)
+                | (
+                    ~Q(component__in=[Component.TICKET, Component.TOURNAMENT_MONEY])
+                    & Q(method=Method.CASH)
+                ),
+                name="credit_method_of_component",
+            ),
+            # A proposal gives each ticket back once (the snapshot names a ticket once).
+            models.UniqueConstraint(
+                fields=["proposal", "ticket_id"],
+                condition=Q(method=Method.TICKET),
+                name="credit_ticket_once",
+            ),
         ]
 
     def __str__(self):
@@ -228,6 +297,15 @@ class PostedTotal(models.Model):
     fee_refund_cents = models.BigIntegerField()
     equal_share_cents = models.BigIntegerField(default=0)
     bounty_refund_cents = models.BigIntegerField(default=0)
+    # The same money by the form it took (from the credits' methods): cash paid, tournament
+    # money credited, tickets returned (how many, and their value).
+    cash_cents = models.BigIntegerField(default=0)
+    tournament_money_cents = models.BigIntegerField(default=0)
+    ticket_cents = models.BigIntegerField(default=0)
+    tickets = models.PositiveIntegerField(default=0)
+    # Not paid: the guarantee's overlay the house kept (policies.md, `overlay:
+    # returned_to_house`), from the approved proposal's summary.
+    overlay_kept_cents = models.BigIntegerField(default=0)
 
     class Meta:
         ordering = ["posted_at"]
@@ -243,6 +321,14 @@ class PostedTotal(models.Model):
                     + models.F("bounty_refund_cents")
                 ),
                 name="posted_total_is_sum_of_six_components",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    cents=models.F("cash_cents")
+                    + models.F("tournament_money_cents")
+                    + models.F("ticket_cents")
+                ),
+                name="posted_total_is_sum_of_methods",
             ),
         ]
 

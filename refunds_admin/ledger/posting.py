@@ -32,7 +32,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 
 from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
@@ -49,7 +49,7 @@ from refunds_admin.proposals.posting_order import (
 )
 
 from .delivery import cashier_applied, deliver_all
-from .models import POSTING_JOBS, CashierDelivery, Credit, PostingJob
+from .models import POSTING_JOBS, CashierDelivery, Credit, Method, PostingJob
 from .recovery import note_progress
 from .summary import record_posted_total
 from .wallets import (
@@ -60,7 +60,7 @@ from .wallets import (
     wallet_for_job,
     wallet_problem,
 )
-from .writers import book_chunk, lines_summary
+from .writers import approved_non_cash, book_chunk, lines_summary
 
 log = logging.getLogger(__name__)
 
@@ -482,12 +482,28 @@ def _final_check(job):
     """None when the ledger (and the job's cashier, if any) holds exactly the approved credits."""
     proposal = job.proposal
     booked = Credit.objects.filter(proposal_id=proposal.pk).aggregate(
-        n=Count("pk"), cents=Sum("amount_cents")
+        n=Count("pk"),
+        cents=Sum("amount_cents"),
+        tickets=Count("pk", filter=Q(method=Method.TICKET)),
+        ticket_cents=Sum("amount_cents", filter=Q(method=Method.TICKET)),
+        money_cents=Sum("amount_cents", filter=Q(method=Method.TOURNAMENT_MONEY)),
     )
     if booked["n"] != job.total or (booked["cents"] or 0) != proposal.total_cents:
         return (
             f"the ledger holds {booked['n']} credits for {booked['cents'] or 0} cents, "
             f"the approved proposal {job.total} credits for {proposal.total_cents} cents"
+        )
+    # Posted = approved per method too: every ticket as a ticket, the tournament money as
+    # tournament money (and so the rest, cash, as cash).
+    approved = approved_non_cash(proposal)
+    tickets, ticket_cents = approved.get(Method.TICKET, (0, 0))
+    _, money_cents = approved.get(Method.TOURNAMENT_MONEY, (0, 0))
+    held = (booked["tickets"], booked["ticket_cents"] or 0, booked["money_cents"] or 0)
+    if held != (tickets, ticket_cents, money_cents):
+        return (
+            f"the ledger holds {held[0]} tickets for {held[1]} cents and {held[2]} cents of "
+            f"tournament money, the approved proposal {tickets} tickets for {ticket_cents} cents "
+            f"and {money_cents} cents of tournament money"
         )
     if job.wallet == CASHIER:
         applied = cashier_applied(proposal.pk)

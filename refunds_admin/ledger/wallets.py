@@ -348,14 +348,35 @@ def _refusal_text(status, payload, what="the credit"):
 
 
 def credit_body(credit, proposal_id, tournament_external_id, component_label):
-    """The JSON body of one credit (cashier-api.md): the amount formatted by payouts.money."""
-    return {
+    """The JSON body of one credit (cashier-api.md): the amount formatted by payouts.money.
+
+    Cash carries no `method` (the spec's default, and the body of every credit before methods
+    existed, so a retry of an old key sends the very same body); tournament money and tickets
+    name theirs, a ticket its `ticket_id` (its amount is the ticket's value). Nothing here ever
+    turns a ticket or tournament money into cash."""
+    method = credit.get("method") or "cash"
+    ticket_id = credit.get("ticket_id") or ""
+    reference = f"proposal {proposal_id} / entry {credit['entry_id']} / {credit['component']}"
+    memo = f"Tournament {tournament_external_id} cancelled: {component_label}"
+    body = {
         "player_id": credit["player_id"],
         "currency": credit["currency"],
         "amount": format_cents(credit["amount_cents"]),
-        "reference": f"proposal {proposal_id} / entry {credit['entry_id']} / {credit['component']}",
-        "memo": f"Tournament {tournament_external_id} cancelled: {component_label}",
+        "reference": reference,
+        "memo": memo,
     }
+    if method == "ticket":
+        if not ticket_id:
+            raise ValueError(f"credit of entry {credit['entry_id']}: a ticket without ticket_id")
+        body.update(
+            method="ticket",
+            ticket_id=ticket_id,
+            reference=f"{reference} {ticket_id}",
+            memo=f"Tournament {tournament_external_id} cancelled: ticket {ticket_id} returned",
+        )
+    elif method != "cash":
+        body["method"] = method
+    return body
 
 
 def cashier_at(base_url):

@@ -11,15 +11,21 @@ is done in Python with `bulk_create(ignore_conflicts=True)`. Both paths build th
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from refunds_admin.db.keys import credit_key, credit_key_sql, key_part_sql
+from refunds_admin.db.keys import (
+    credit_key,
+    credit_key_sql,
+    key_part_sql,
+    ticket_key,
+    ticket_key_sql,
+)
 from refunds_admin.proposals import fingerprint
 from refunds_admin.proposals.lines import SORT_MEMORY, sort_memory  # noqa: F401 (used by posting)
 from refunds_admin.proposals.models import PayoutLine
 
-from .models import COMPONENT_FIELDS, Credit
+from .models import COMPONENT_FIELDS, REFUND_COMPONENTS, Component, Credit, Method
 
 _AMOUNT_FIELDS = [field for _, field in COMPONENT_FIELDS]
-_LINE_FIELDS = ["position", "entry_id", "player_id", *_AMOUNT_FIELDS]
+_LINE_FIELDS = ["position", "entry_id", "player_id", *_AMOUNT_FIELDS, "refunds"]
 # Table names from the models, never spelled out in the SQL below (plain identifiers: Django's
 # default names need no quoting).
 _LINES_TABLE = PayoutLine._meta.db_table
@@ -38,11 +44,26 @@ def _postgres():
 # ---------------------------------------------------------------------------------------------
 
 
+# How many credits a line's `refunds` make (line_credits): one per method but tickets, one per
+# ticket.
+_REFUND_CREDITS_SQL = (
+    "jsonb_array_length(jsonb_path_query_array(refunds, "
+    "'$[*] ? (@.method == \"ticket\" && @.amount_cents > 0)'))"
+    " + jsonb_path_exists(refunds, '$[*] ? (@.method == \"cash\" && @.amount_cents > 0)')::int"
+    " + jsonb_path_exists(refunds, "
+    "'$[*] ? (@.method == \"tournament_money\" && @.amount_cents > 0)')::int"
+)
+# (JSON path functions, not a subquery over jsonb_array_elements: a subquery per line cost
+# 0.4 s per 30k lines, docs/performance.md.)
+
+
 def _summary_sql(digest):
     return f"""
 SELECT {digest},
        count(*),
-       coalesce(sum({" + ".join(f"({f} > 0)::int" for f in _AMOUNT_FIELDS)}), 0),
+       coalesce(sum(CASE WHEN refunds IS NULL
+                         THEN {" + ".join(f"({f} > 0)::int" for f in _AMOUNT_FIELDS)}
+                         ELSE ({_REFUND_CREDITS_SQL}) END), 0),
        coalesce(sum({" + ".join(_AMOUNT_FIELDS)}), 0)
 FROM {_LINES_TABLE} WHERE proposal_id = %(proposal)s
 """
@@ -69,18 +90,99 @@ def lines_summary(proposal):
 
 
 def lines_summary_in_python(proposal):
-    amounts = [
-        amount
-        for row in PayoutLine.objects.filter(proposal_id=proposal.pk).values_list(*_AMOUNT_FIELDS)
-        for amount in row
-    ]
-    lines = PayoutLine.objects.filter(proposal_id=proposal.pk).count()
+    rows = list(PayoutLine.objects.filter(proposal_id=proposal.pk).values_list(*_LINE_FIELDS[1:]))
+    credits = [c for row in rows for c in line_credits(proposal.pk, *row)]
     return (
         fingerprint.python_fingerprint(proposal),
-        lines,
-        sum(1 for a in amounts if a > 0),
-        sum(amounts),
+        len(rows),
+        len(credits),
+        sum(c["amount"] for c in credits),
     )
+
+
+_NON_CASH_SQL = f"""
+SELECT p->>'method', count(*), coalesce(sum((p->>'amount_cents')::bigint), 0)
+FROM {_LINES_TABLE}, jsonb_array_elements(refunds) p
+WHERE proposal_id = %(proposal)s AND refunds IS NOT NULL AND p->>'method' <> 'cash'
+  AND (p->>'amount_cents')::bigint > 0
+GROUP BY 1
+"""
+
+
+def approved_non_cash(proposal) -> dict[str, tuple[int, int]]:
+    """{method: (parts, cents)} of the approved lines' refunds that are not cash (tickets,
+    tournament money): what posting must have booked in those forms, no more, no less -- the
+    rest of the approved total is cash."""
+    if _postgres():
+        with connection.cursor() as cursor:
+            cursor.execute(_NON_CASH_SQL, {"proposal": proposal.pk})
+            return {method: (int(n), int(cents)) for method, n, cents in cursor.fetchall()}
+    out: dict[str, tuple[int, int]] = {}
+    for refunds in PayoutLine.objects.filter(
+        proposal_id=proposal.pk, refunds__isnull=False
+    ).values_list("refunds", flat=True):
+        for part in refunds or ():
+            if part["method"] != "cash" and part["amount_cents"] > 0:
+                n, cents = out.get(part["method"], (0, 0))
+                out[part["method"]] = (n + 1, cents + part["amount_cents"])
+    return out
+
+
+def line_credits(proposal_id, entry_id, player_id, *amounts_and_refunds):
+    """The credits of one line, as the chunk writer books them: [{key, component, method,
+    ticket_id, amount}]. `amounts_and_refunds`: the line's amounts in COMPONENT_FIELDS order,
+    then its `refunds` (None, or [{"method", "amount_cents", "ticket_id"?}]).
+
+    A line without refunds: one cash credit per non-zero component. A line with refunds (rule 1
+    returned in the form paid): they replace its components, one credit per method -- the cash
+    items summed under cash_refund, the tournament money under tournament_money -- and one per
+    ticket under its own key (ticket_key), amount the ticket's value.
+    """
+    *amounts, refunds = amounts_and_refunds
+    if refunds is None:
+        return [
+            {
+                "key": credit_key(proposal_id, entry_id, component),
+                "component": str(component),
+                "method": Method.CASH.value,
+                "ticket_id": "",
+                "amount": amount,
+            }
+            for (component, _), amount in zip(COMPONENT_FIELDS, amounts, strict=True)
+            if amount > 0
+        ]
+    out: list[dict] = []
+    summed: dict[str, int] = {}
+    for part in refunds:
+        method, cents = part["method"], part["amount_cents"]
+        if cents <= 0:
+            continue
+        if method == Method.TICKET:
+            out.append(
+                {
+                    "key": ticket_key(proposal_id, entry_id, part["ticket_id"]),
+                    "component": Component.TICKET.value,
+                    "method": Method.TICKET.value,
+                    "ticket_id": part["ticket_id"],
+                    "amount": cents,
+                }
+            )
+        elif method in REFUND_COMPONENTS:
+            summed[method] = summed.get(method, 0) + cents
+        else:  # the snapshot refuses other methods: never guess one
+            raise ValueError(f"entry {entry_id}: refund in an unknown method {method!r}")
+    for method, cents in summed.items():
+        component = REFUND_COMPONENTS[Method(method)]
+        out.append(
+            {
+                "key": credit_key(proposal_id, entry_id, component),
+                "component": component.value,
+                "method": method,
+                "ticket_id": "",
+                "amount": cents,
+            }
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +192,11 @@ def lines_summary_in_python(proposal):
 # The entry's part of the key is computed once per line, not once per credit (key_part_sql:
 # the common case inline, refunds_admin/db/keys.py, where its Python twin credit_key lives).
 _VALUES = ", ".join(f"('{component}', c.{field})" for component, field in COMPONENT_FIELDS)
+# A line with `refunds` (rule 1 in the form paid) is booked from them instead (line_credits):
+# the component of each method; an unknown method gets none, and the NOT NULL column refuses it.
+_REFUND_COMPONENT_CASES = " ".join(
+    f"WHEN '{method}' THEN '{component}'" for method, component in REFUND_COMPONENTS.items()
+)
 
 
 def _chunk_sql(*, skip_booked: bool) -> str:
@@ -104,20 +211,40 @@ def _chunk_sql(*, skip_booked: bool) -> str:
     """
     on_conflict = "ON CONFLICT (key) DO NOTHING" if skip_booked else ""
     key = credit_key_sql("%(proposal)s::text", "c.key_part", "v.component")
+    ticket = ticket_key_sql("%(proposal)s::text", "r.key_part", key_part_sql("r.ticket_id"))
+    refund = credit_key_sql(
+        "%(proposal)s::text", "r.key_part", f"CASE r.method {_REFUND_COMPONENT_CASES} END"
+    )
     return f"""
 WITH chunk AS (
     SELECT {", ".join(_LINE_FIELDS)}, {key_part_sql("entry_id")} AS key_part
     FROM {_LINES_TABLE}
     WHERE proposal_id = %(proposal)s AND position > %(after)s
     ORDER BY position LIMIT %(size)s
+), parts AS (
+    -- The refunds of the chunk's lines returned in the form paid, one row per part.
+    SELECT c.entry_id, c.player_id, c.key_part, p->>'method' AS method,
+           coalesce(p->>'ticket_id', '') AS ticket_id, (p->>'amount_cents')::bigint AS amount
+    FROM chunk c CROSS JOIN LATERAL jsonb_array_elements(c.refunds) AS p
+    WHERE c.refunds IS NOT NULL AND (p->>'amount_cents')::bigint > 0
 ), credits AS (
-    SELECT {key} AS key, c.entry_id, c.player_id, v.component, v.amount
+    SELECT {key} AS key, c.entry_id, c.player_id, v.component, v.amount, 'cash' AS method,
+           '' AS ticket_id
     FROM chunk c CROSS JOIN LATERAL (VALUES {_VALUES}) AS v(component, amount)
-    WHERE v.amount > 0
+    WHERE v.amount > 0 AND c.refunds IS NULL
+    UNION ALL
+    SELECT {ticket}, r.entry_id, r.player_id, 'ticket', r.amount, 'ticket', r.ticket_id
+    FROM parts r WHERE r.method = 'ticket'
+    UNION ALL
+    SELECT {refund}, r.entry_id, r.player_id, CASE r.method {_REFUND_COMPONENT_CASES} END, sum(r.amount),
+           r.method, ''
+    FROM parts r WHERE r.method <> 'ticket'
+    GROUP BY r.entry_id, r.player_id, r.key_part, r.method
 ), booked AS (
     INSERT INTO {_CREDITS_TABLE} (key, proposal_id, entry_id, component, player_id, currency,
-                               amount_cents, created_at)
-    SELECT key, %(proposal)s, entry_id, component, player_id, %(currency)s, amount, %(now)s
+                               amount_cents, method, ticket_id, created_at)
+    SELECT key, %(proposal)s, entry_id, component, player_id, %(currency)s, amount, method,
+           ticket_id, %(now)s
     FROM credits
     {on_conflict}
     RETURNING 1
@@ -172,18 +299,19 @@ def book_chunk(proposal, after_position, size):
     now = timezone.now()
     credits = [
         Credit(
-            key=credit_key(proposal.pk, entry_id, component),
+            key=c["key"],
             proposal_id=proposal.pk,
             entry_id=entry_id,
-            component=component,
+            component=c["component"],
+            method=c["method"],
+            ticket_id=c["ticket_id"],
             player_id=player_id,
             currency=proposal.currency,
-            amount_cents=amount,
+            amount_cents=c["amount"],
             created_at=now,
         )
-        for _, entry_id, player_id, *amounts in lines
-        for (component, _), amount in zip(COMPONENT_FIELDS, amounts, strict=True)
-        if amount > 0
+        for _, entry_id, player_id, *rest in lines
+        for c in line_credits(proposal.pk, entry_id, player_id, *rest)
     ]
     keys = [credit.key for credit in credits]
     already = Credit.objects.filter(key__in=keys).count() if keys else 0

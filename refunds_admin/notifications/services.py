@@ -32,6 +32,7 @@ from refunds_admin.errors import Refused
 from refunds_admin.jobs import locks
 from refunds_admin.jobs.clock import now_expr
 from refunds_admin.jobs.runtime import enqueue
+from refunds_admin.ledger.models import Credit, Method
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.proposals.services import statement_maker
 from refunds_admin.tournaments.models import Entry
@@ -274,16 +275,20 @@ def _send_all(job, *, max_batches=None):
     # The engine's proposal is computed once, in this thread (it reads the database), and only
     # when there is something to send.
     maker: list[Callable[[str], str]] = []
+    forms: dict[str, list[Any]] = {}
 
     def ensure_maker():
         if not maker:
             maker.append(statement_maker(proposal))
+            forms.update(refund_forms(proposal.pk))
 
     def statement_of(entry_id):
         return maker[0](entry_id)
 
     def content(message):
-        return content_for(message, statement_of, label, proposal.currency)
+        return content_for(
+            message, statement_of, label, proposal.currency, lambda e: forms.get(e, [])
+        )
 
     pending = StatementMessage.objects.filter(job=job)
     if notifier.claims_before_sending:
@@ -356,6 +361,27 @@ def _send_all(job, *, max_batches=None):
         return False
     _finish(job)
     return True
+
+
+def refund_forms(proposal_id) -> dict[str, list[Any]]:
+    """{entry id: its credits} for the entries of a proposal given back partly as tickets or
+    tournament money (read once per job, in the calling thread); the all-cash entries are not
+    in it."""
+    entries = set(
+        Credit.objects.filter(proposal_id=proposal_id)
+        .exclude(method=Method.CASH)
+        .values_list("entry_id", flat=True)
+    )
+    out: dict[str, list[Any]] = {}
+    if not entries:
+        return out
+    for credit in (
+        Credit.objects.filter(proposal_id=proposal_id, entry_id__in=entries)
+        .order_by("key")
+        .values("entry_id", "method", "ticket_id", "amount_cents")
+    ):
+        out.setdefault(credit["entry_id"], []).append(credit)
+    return out
 
 
 def _send_one(notifier, content, message):

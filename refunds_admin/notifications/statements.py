@@ -7,6 +7,36 @@ from refunds_admin.payouts.money import display
 
 SUBJECT = "Your refund for cancelled tournament {tournament}"
 
+# What a player reads about each part given back in the form they paid it (one table: the same
+# words on every statement, the page and the e-mail).
+FORM_SENTENCES = {
+    "ticket": "Your ticket {ticket_id} ({amount}) has been returned to your account",
+    "tournament_money": "{amount} has been credited to your tournament money balance",
+    "cash": "{amount} has been paid to your cash balance",
+}
+
+
+def form_sentences(credits, currency):
+    """The sentences naming what came back in which form, for one entry's credits (dicts with
+    method, ticket_id, amount_cents): one per ticket, one for tournament money, and the cash
+    part, tickets first. Nothing for an entry paid all in cash: its statement says it all."""
+    credits = list(credits)
+    if all((c.get("method") or "cash") == "cash" for c in credits):
+        return []
+    out = []
+    for c in sorted(credits, key=lambda c: c.get("ticket_id") or ""):
+        if c["method"] == "ticket":
+            out.append(
+                FORM_SENTENCES["ticket"].format(
+                    ticket_id=c["ticket_id"], amount=display(c["amount_cents"], currency)
+                )
+            )
+    for method in ("tournament_money", "cash"):
+        cents = sum(c["amount_cents"] for c in credits if (c.get("method") or "cash") == method)
+        if cents:
+            out.append(FORM_SENTENCES[method].format(amount=display(cents, currency)))
+    return out
+
 
 def plain_text(statements):
     """The entries' statements, one after the other (a re-entry has several)."""
@@ -34,12 +64,19 @@ def html_of(statements, title):
     return "".join(parts)
 
 
-def content_for(message, statement_of, tournament_label, currency):
+def content_for(message, statement_of, tournament_label, currency, forms_of=None):
     """Content (subject, text, html) of one StatementMessage; `statement_of(entry_id)` is the
-    engine's explain for the message's proposal."""
+    engine's explain for the message's proposal; `forms_of(entry_id)` the entry's credits that
+    are not all cash (form_sentences), each sentence a line after the entry's statement."""
     from .adapters import Content
 
-    statements = [statement_of(entry_id) for entry_id in message.entry_ids]
+    statements = []
+    for entry_id in message.entry_ids:
+        text = statement_of(entry_id)
+        sentences = form_sentences(forms_of(entry_id), currency) if forms_of else []
+        if sentences:
+            text = text.rstrip("\n") + "\n\n" + "\n".join(sentences)
+        statements.append(text)
     subject = SUBJECT.format(tournament=tournament_label)
     if len(statements) > 1:
         subject += f" ({len(statements)} entries, {display(message.total_cents, currency)})"

@@ -419,7 +419,6 @@ def approve_proposal(
         )
     tournament.refresh_from_db()
     _refuse_if_stale(fresh, fresh.incident, tournament, "approved")
-    _refuse_non_cash_refunds(fresh)
     # The lines as stored must still be the ones fingerprinted (posting checks them again):
     # lines rewritten behind the app's back are refused before anyone approves them.
     stored, stored_lines = stored_fingerprint(fresh)
@@ -473,32 +472,6 @@ def approve_proposal(
     # it again if the broker was down.
     transaction.on_commit(partial(queue_posting, proposal.pk))
     return proposal
-
-
-# Until the wallet returns tickets and tournament money (issue 20), posting knows cash only.
-NON_CASH_NOT_YET = "returning tickets and tournament money through the wallet is not available yet"
-
-
-def non_cash_refusal(proposal: PayoutProposal) -> str | None:
-    """Why the proposal cannot be approved yet, if it returns entries in the form they paid
-    (tickets, tournament money): a rule-1 proposal under refund_form "as_paid". None if not."""
-    non_cash = PayoutLine.objects.filter(proposal=proposal, refunds__isnull=False)
-    count = non_cash.count()
-    if not count:
-        return None
-    first = non_cash.order_by("position").values_list("entry_id", flat=True).first()
-    return (
-        f"Proposal {proposal.pk} cannot be approved: {count} "
-        f"entr{'y is' if count == 1 else 'ies are'} refunded in the form paid (tickets or "
-        f"tournament money; first: entry {first}), and {NON_CASH_NOT_YET}. The cash parts "
-        "alone would not be what the policy promises."
-    )
-
-
-def _refuse_non_cash_refunds(proposal: PayoutProposal) -> None:
-    refusal = non_cash_refusal(proposal)
-    if refusal:
-        raise Refused(refusal)
 
 
 @transaction.atomic

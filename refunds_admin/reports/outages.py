@@ -3,7 +3,7 @@ posting jobs and the incidents of one outage."""
 
 from collections import defaultdict
 
-from django.db.models import Count
+from django.db.models import Count, Sum
 
 from refunds_admin.jobs.kinds import JobStatus
 from refunds_admin.ledger.models import POSTING_JOBS, PostingJob
@@ -77,6 +77,54 @@ def posting_progress(outage):
     }
 
 
+# What the committed money takes the form of, per currency (and per tournament): cash paid,
+# tournament money credited, tickets returned (count and value); and the policy's parts of it,
+# equal shares and bounty money returned; and the overlay the house kept (not paid).
+FORM_FIELDS = (
+    "cash_cents", "tournament_money_cents", "tickets", "ticket_cents",
+    "equal_share_cents", "bounty_refund_cents", "overlay_kept_cents",
+)  # fmt: skip
+
+
+def _forms(proposals) -> dict[int, dict[str, int]]:
+    """{proposal id: FORM_FIELDS} of approved proposals, from their lines as approved (the
+    refunds in the form paid, the equal shares and bounties) and their summaries (the overlay
+    kept): what the operator committed, posted or not, in the form it is paid."""
+    from refunds_admin.ledger.summary import overlay_kept_cents
+
+    out = {p.pk: dict.fromkeys(FORM_FIELDS, 0) for p in proposals}
+    sums = (
+        PayoutLine.objects.filter(proposal_id__in=list(out))
+        .values("proposal_id")
+        .annotate(
+            equal_share_cents=Sum("equal_share_cents"),
+            bounty_refund_cents=Sum("bounty_refund_cents"),
+        )
+    )
+    for row in sums:
+        out[row["proposal_id"]].update(
+            equal_share_cents=row["equal_share_cents"] or 0,
+            bounty_refund_cents=row["bounty_refund_cents"] or 0,
+        )
+    for proposal_id, refunds in PayoutLine.objects.filter(
+        proposal_id__in=list(out), refunds__isnull=False
+    ).values_list("proposal_id", "refunds"):
+        figures = out[proposal_id]
+        for part in refunds or []:
+            if part["method"] == "ticket":
+                figures["tickets"] += 1
+                figures["ticket_cents"] += part["amount_cents"]
+            elif part["method"] == "tournament_money":
+                figures["tournament_money_cents"] += part["amount_cents"]
+    for p in proposals:
+        figures = out[p.pk]
+        figures["cash_cents"] = (
+            p.total_cents - figures["tournament_money_cents"] - figures["ticket_cents"]
+        )
+        figures["overlay_kept_cents"] = overlay_kept_cents(p)
+    return out
+
+
 def _seconds(start, end):
     return (end - start).total_seconds() if start and end else None
 
@@ -84,6 +132,9 @@ def _seconds(start, end):
 def report(outage):
     """Cost per currency and per rule, players and entries paid, a row per tournament, and the
     timings from the failure to cancellation, approval and posting.
+
+    Each cost is also given by form (FORM_FIELDS): cash, tournament money, tickets returned
+    (count and value), equal shares, bounty money returned, overlay kept by the house.
 
     Costs count approved proposals (approved, posting, posted or failed posting): the money the
     operator committed to pay.
@@ -106,8 +157,9 @@ def report(outage):
             "proposal_id", "state", "finished_at", "posted_cents"
         )
     }
+    forms = _forms(decided)
     by_currency: defaultdict[str, dict[str, int]] = defaultdict(
-        lambda: {"cents": 0, "tournaments": 0}
+        lambda: {"cents": 0, "tournaments": 0} | dict.fromkeys(FORM_FIELDS, 0)
     )
     by_rule: defaultdict[tuple[str, str], dict[str, int]] = defaultdict(
         lambda: {"cents": 0, "tournaments": 0}
@@ -124,6 +176,8 @@ def report(outage):
         if committed is not None:
             by_currency[committed.currency]["cents"] += committed.total_cents
             by_currency[committed.currency]["tournaments"] += 1
+            for field in FORM_FIELDS:
+                by_currency[committed.currency][field] += forms[committed.pk][field]
             key = (committed.currency, committed.rule)
             by_rule[key]["cents"] += committed.total_cents
             by_rule[key]["tournaments"] += 1
@@ -142,6 +196,7 @@ def report(outage):
                 "approved_at": committed.approved_at if committed is not None else None,
                 "posted_at": job.finished_at if job and job.state == "posted" else None,
                 "posting": job.state if job else "",
+                **(forms[committed.pk] if committed is not None else dict.fromkeys(FORM_FIELDS, 0)),
             }
         )
     cancelled = [r["cancelled_at"] for r in rows if r["cancelled_at"]]

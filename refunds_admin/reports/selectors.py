@@ -23,6 +23,23 @@ CAN_REPORT = {MANAGER, AUDITOR}
 
 CAUSE_LABELS = dict(Incident.Cause.choices)
 
+# What each posting cost, by the form the money took and by the policy's components, summed per
+# row of the report: cash paid, tournament money credited, tickets returned (count and value),
+# equal shares, bounty money returned, and the overlay the house kept (not paid).
+_POSTED_FIELDS = {f.name for f in PostedTotal._meta.fields}
+COST_FIELDS = [
+    name
+    for name in (
+        "cash_cents", "tournament_money_cents", "tickets", "ticket_cents",
+        "equal_share_cents", "bounty_refund_cents", "overlay_kept_cents",
+    )
+    if name in _POSTED_FIELDS
+]  # fmt: skip
+
+
+def _costs():
+    return {name: Sum(name) for name in COST_FIELDS}
+
 
 def _window(start, end):
     qs = PostedTotal.objects.all()
@@ -38,8 +55,10 @@ def _window(start, end):
 def finance_report(start=None, end=None):
     """Refunds paid per month, cause, rule and currency in [start, end] (dates, inclusive).
 
-    Returns rows (month, cause, rule, currency, incidents, players, credits, cents), the totals
-    per currency, the number of incidents and players, and the median time from failure to
+    Returns rows (month, cause, rule, currency, incidents, players, credits, cents and the
+    COST_FIELDS), the totals per currency (the same figures), `by_method`: per month, cause and
+    currency what was paid in cash, credited as tournament money, returned as tickets, shared
+    equally, returned as bounties and kept by the house as overlay; the number of incidents and players, and the median time from failure to
     posted. Players are counted once per incident (a player refunded by two incidents counts
     twice): the distinct count across incidents would have to read the credits.
     """
@@ -52,6 +71,7 @@ def finance_report(start=None, end=None):
             players=Sum("players"),
             credits=Sum("credits"),
             cents=Sum("cents"),
+            **_costs(),
         )
         .order_by("month", "currency", "cause", "rule")
     )
@@ -64,9 +84,20 @@ def finance_report(start=None, end=None):
             players=Sum("players"),
             credits=Sum("credits"),
             cents=Sum("cents"),
+            **_costs(),
         )
         .order_by("currency")
     )
+    by_method = list(
+        qs.annotate(month=TruncMonth("posted_at", tzinfo=UTC))
+        .values("month", "cause", "currency")
+        .annotate(
+            incidents=Count("proposal__incident_id", distinct=True), cents=Sum("cents"), **_costs()
+        )
+        .order_by("month", "currency", "cause")
+    )
+    for row in by_method:
+        row["cause_label"] = CAUSE_LABELS.get(row["cause"], row["cause"])
     delays = [
         (posted - failed).total_seconds()
         for posted, failed in qs.values_list("posted_at", "failed_at")
@@ -77,6 +108,7 @@ def finance_report(start=None, end=None):
     return {
         "rows": rows,
         "totals": totals,
+        "by_method": by_method,
         "incidents": summary["incidents"] or 0,
         "players": summary["players"] or 0,
         "postings": len(delays),
@@ -105,7 +137,15 @@ def posting_credits(proposal_id):
         Credit.objects.filter(proposal_id=proposal_id)
         .order_by("key")
         .values(
-            "key", "entry_id", "player_id", "component", "currency", "amount_cents", "created_at"
+            "key",
+            "entry_id",
+            "player_id",
+            "component",
+            "currency",
+            "amount_cents",
+            "method",
+            "ticket_id",
+            "created_at",
         )
     )
 

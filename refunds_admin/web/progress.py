@@ -14,4 +14,13 @@ def progress_of(proposal):
         else ((posted * 100 // total) if total else 0)
     )
     progress["done"] = progress.get("state") in ("posted", "failed")
+    # By form, once something is booked: cash, tournament money, tickets (and, with the cashier
+    # as the wallet, how many it confirmed or refused, with its reason for a human).
+    progress["cashier"] = proposal.wallet == "cashier"
+    progress["by_method"] = ledger_selectors.credits_by_method(proposal.pk) if total else []
+    progress["refused"] = (
+        ledger_selectors.refused_credits(proposal.pk)
+        if progress["by_method"] and any(row["refused"] for row in progress["by_method"])
+        else []
+    )
     return progress

@@ -12,6 +12,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from refunds_admin.proposals.models import PayoutProposal
 from tests.factories import draft_proposal, knockout_doc, snapshot_doc, submitted_proposal
 
 pytestmark = pytest.mark.django_db
@@ -195,13 +196,14 @@ def test_the_bounty_conservation_warning_reaches_the_approver(client, support, m
     assert "5.00" in warnings.split('id="decision-warnings"')[1]
 
 
-def test_the_approval_page_says_why_non_cash_refunds_cannot_be_approved_yet(
-    client, support, manager
-):
+def test_approving_non_cash_refunds_from_the_page_approves_them(client, support, manager):
+    # Issue 19's page refused them, saying why; since issue 20 the wallet returns them.
     from tests.factories import totp_code
 
     proposal = submitted_proposal(support, doc=_full_refund_doc(knockout_doc()))
     client.force_login(manager)
+    page = _page(client, "proposal_approval", proposal.pk)
+    assert 'id="approval-not-yet"' not in page and "not available yet" not in page
     response = client.post(
         reverse("proposal_approval", args=[proposal.pk]),
         {
@@ -210,17 +212,6 @@ def test_the_approval_page_says_why_non_cash_refunds_cannot_be_approved_yet(
             "otp_token": totp_code(manager),
         },
     )
-    page = response.content.decode()
-    assert response.status_code == 400, page
-    assert "returning tickets and tournament money through the wallet is not available yet" in page
-
-
-def test_the_approval_page_says_so_before_anyone_tries(client, support, manager):
-    tickets = submitted_proposal(support, doc=_full_refund_doc(knockout_doc()))
-    cash = submitted_proposal(
-        support, doc=_full_refund_doc(knockout_doc("T-CASH", paid_with=False))
-    )
-    client.force_login(manager)
-    page = _page(client, "proposal_approval", tickets.pk)
-    assert "not available yet" in page.split('id="approval-not-yet"')[1].split("</p>")[0]
-    assert 'id="approval-not-yet"' not in _page(client, "proposal_approval", cash.pk)
+    assert response.status_code == 302, response.content.decode()
+    proposal.refresh_from_db()
+    assert proposal.status != PayoutProposal.Status.SUBMITTED

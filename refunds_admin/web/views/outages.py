@@ -480,6 +480,14 @@ REPORT_HEADER = (
     "cancelled_at",
     "approved_at",
     "posted_at",
+    # By form (issue 20): what the cost is paid as, and the policy's parts of it.
+    "cash_paid",
+    "tournament_money_credited",
+    "tickets_returned",
+    "tickets_value",
+    "equal_shares",
+    "bounty_money_returned",
+    "overlay_kept_by_house",
 )
 
 
@@ -513,6 +521,13 @@ def outage_report_csv(request, pk):
                     _iso(row["cancelled_at"]),
                     _iso(row["approved_at"]),
                     _iso(row["posted_at"]),
+                    format_cents(row["cash_cents"]),
+                    format_cents(row["tournament_money_cents"]),
+                    row["tickets"],
+                    format_cents(row["ticket_cents"]),
+                    format_cents(row["equal_share_cents"]),
+                    format_cents(row["bounty_refund_cents"]),
+                    format_cents(row["overlay_kept_cents"]),
                 ]
             )
 

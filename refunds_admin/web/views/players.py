@@ -21,7 +21,7 @@ def player_lookup(request):
     if "q" not in data and data.get("player_id"):
         data["q"] = data["player_id"]  # links written before the lookup took any query
     form = PlayerLookupForm(data or None)
-    matches, player, tournaments, balances = None, None, None, []
+    matches, player, tournaments, balances, forms = None, None, None, [], None
     if form.is_valid():
         q = form.cleaned_data["q"].strip()
         chosen = (request.GET.get("player") or "").strip()
@@ -42,6 +42,10 @@ def player_lookup(request):
                     t["statements"].append((line, _statement(t["proposal"], line.entry_id)))
                     shown += 1
         balances = sorted(ledger_selectors.player_balances(player).items())
+        # By form: a ticket given back is not cash, nor is tournament money.
+        forms = ledger_selectors.player_refund_forms(player)
+        if not forms["tickets"] and not forms["tournament_money"]:
+            forms = None  # all in cash: the balance says it all
     return render(
         request,
         "web/player_lookup.html",
@@ -51,6 +55,7 @@ def player_lookup(request):
             "player": player,
             "tournaments": tournaments,
             "balances": balances,
+            "forms": forms,
         },
     )
 

@@ -576,9 +576,6 @@ def _approval_page(
             "incident": proposal.incident,
             "tournament": proposal.incident.tournament,
             "summary": proposal.summary or {},
-            "not_yet": proposal_services.non_cash_refusal(proposal)
-            if proposal.status == Status.SUBMITTED
-            else None,
             "may_approve": _may_approve(request.user, proposal),
             "may_reject": _may_reject(request.user, proposal),
             "may_withdraw": _may_withdraw(request.user, proposal),

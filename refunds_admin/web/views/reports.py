@@ -78,21 +78,41 @@ def finance_report_chart(request):
     return HttpResponse(svg, content_type="image/svg+xml")
 
 
+# The CSV's cost columns after the amount (names as the finance team reads them); amounts as
+# "30.00", tickets as a count.
+_COST_COLUMNS = {
+    "cash_cents": "cash_paid",
+    "tournament_money_cents": "tournament_money_credited",
+    "tickets": "tickets_returned",
+    "ticket_cents": "tickets_value",
+    "equal_share_cents": "equal_shares",
+    "bounty_refund_cents": "bounty_money_returned",
+    "overlay_kept_cents": "overlay_kept_by_house",
+}
+
+
 @role_required(CAN_REPORT)
 def finance_report_csv(request):
     form, start, end = _range(request)
     report = selectors.finance_report(start, end)
     writer = csv_writer()
 
+    costs = [name for name in _COST_COLUMNS if name in selectors.COST_FIELDS]
+
     def rows():
         yield writer.writerow(
             ["month", "cause", "rule", "currency", "incidents", "players", "credits", "amount"]
+            + [_COST_COLUMNS[name] for name in costs]
         )
         for r in report["rows"]:
             yield writer.writerow(
                 [
                     r["month"].strftime("%Y-%m"), r["cause"], r["rule"], r["currency"],
                     r["incidents"], r["players"], r["credits"], format_cents(r["cents"]),
+                ]
+                + [
+                    r[name] or 0 if name == "tickets" else format_cents(r[name] or 0)
+                    for name in costs
                 ]
             )  # fmt: skip
 

@@ -36,6 +36,24 @@ class Command(BaseCommand):
                     else ""
                 )
             )
+            methods = row.get("by_method") or {}
+            if set(methods) - {"cash"}:
+                # Per method only where some credit is not cash: an all-cash proposal reads
+                # as before.
+                for method, cents in methods.items():
+                    self.stdout.write(
+                        f"    {method}: ledger {_money(cents['ledger_cents'], row['currency'])}"
+                        + (
+                            f", cashier {_money(cents['cashier_cents'], row['currency'])}"
+                            if cents["cashier_cents"] is not None
+                            else ""
+                        )
+                    )
+            if any((row.get("tickets") or {}).values()):
+                self.stdout.write(
+                    f"    tickets returned: ledger {row['tickets']['ledger']}, "
+                    f"cashier {row['tickets']['cashier']}"
+                )
             for problem in row["problems"]:
                 self.stdout.write(f"    - {problem}")
             bad += not row["ok"]
