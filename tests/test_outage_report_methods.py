@@ -34,12 +34,13 @@ PAID_OTHERWISE = {
 
 
 @pytest.fixture
-def paid_outage(support, manager):
+def paid_outage(support, manager, other_manager):
     o = cancelled_outage(support, docs=PAID_OTHERWISE)
     outages.confirm_site_wide_issue(o, justification="DC1 lost power", acting_user=manager)
     run = batches.start_prepare(o, acting_user=support)
     batches.run_prepare(run.pk)
-    approve_outage(o, manager)
+    # Four eyes: not the manager whose site-wide finding chose the rule.
+    approve_outage(o, other_manager)
     return o
 
 

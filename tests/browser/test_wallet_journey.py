@@ -39,7 +39,7 @@ def _paid_partly_otherwise(external_id):
 
 
 def test_a_site_wide_outage_paid_partly_with_tickets_reaches_the_finance_report_by_method(
-    open_as, support, manager, auditor, request
+    open_as, support, manager, other_manager, auditor, request
 ):
     if os.environ.get("REDIS_URL"):
         request.getfixturevalue("celery_worker_process").start()
@@ -67,11 +67,12 @@ def test_a_site_wide_outage_paid_partly_with_tickets_reaches_the_finance_report_
     spage.click("#prepare-all")
     spage.wait_for_selector("#prepare-state:has-text('Done')", timeout=60000)
 
-    # Another manager (the first confirmed the finding; any manager who did not prepare may
-    # approve) reviews and approves the batch; posting reaches 100%.
+    # Another manager (the first confirmed the finding that chose the rule: four eyes) reviews
+    # and approves the batch; posting reaches 100%.
+    page = open_as(other_manager)
     page.goto(f"/outages/{outage.pk}/review/")
-    page.fill("#id_password", "pw-" + manager.username)
-    page.fill("#id_otp_token", totp_code(manager))
+    page.fill("#id_password", "pw-" + other_manager.username)
+    page.fill("#id_otp_token", totp_code(other_manager))
     page.click("#approve-batch")
     page.wait_for_selector("text=Batch approved")
     page.wait_for_selector("#posting-done", timeout=90000)
