@@ -75,3 +75,44 @@ def make_hard_snapshot(active=100_000, **kwargs):
 def write_snapshot(path, *args, **kwargs):
     with open(path, "w") as fh:
         json.dump(make_snapshot(*args, **kwargs), fh)
+
+
+def make_knockout_snapshot(active, eliminated=0, *, seed=7, external_id=None,
+                           policy="roll-forward-50-50"):  # fmt: skip
+    """make_snapshot's tournament as a progressive knockout ($100 + $50 KO + $9) with rebuys and
+    add-ons on a third of the entries and paid_with on another third (tickets, tournament money
+    and cash), under `policy` (issue 19's bench: the same size as the plain snapshot)."""
+    rng = random.Random(seed + 1)
+    doc = make_snapshot(active, eliminated, seed=seed, external_id=external_id)
+    t = doc["tournament"]
+    t["bounty"] = "50.00"
+    t["policy"] = policy
+    t["guarantee"] = "10000000.00"
+    for i, entry in enumerate(doc["entries"]):
+        paid = 100_00 + 9_00 + 50_00
+        if i % 3 == 0:
+            rebuys = rng.randint(1, 3)
+            entry["rebuys_paid"] = f"{rebuys * 100}.00"
+            entry["rebuy_fees_paid"] = f"{rebuys * 9}.00"
+            paid += rebuys * 109_00
+        if entry["status"] == "active":
+            # A progressive knockout: each bounty collected adds half of it to the head.
+            head = 50_00 + rng.randint(0, 8) * 25_00 + rng.randint(0, 99)
+            entry["bounty"] = f"{head // 100}.{head % 100:02d}"
+        if i % 3 == 1:
+            kind = i % 4
+            if kind == 0:
+                entry["paid_with"] = [
+                    {"method": "ticket", "amount": f"{paid // 100}.{paid % 100:02d}",
+                     "ticket_id": f"TKT-{i:07d}"}
+                ]  # fmt: skip
+            elif kind == 1:
+                entry["paid_with"] = [
+                    {"method": "tournament_money", "amount": "100.00"},
+                    {"method": "cash", "amount": f"{(paid - 100_00) // 100}.{paid % 100:02d}"},
+                ]
+            else:
+                entry["paid_with"] = [
+                    {"method": "cash", "amount": f"{paid // 100}.{paid % 100:02d}"}
+                ]
+    return doc

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refunds_admin.payouts import compute_proposal, parse_snapshot
+from refunds_admin.payouts import SnapshotError, compute_proposal, parse_policy, parse_snapshot
 from refunds_admin.payouts.cli import write_proposal_json
 from refunds_admin.payouts.rules import (
     Proposal,
@@ -21,6 +21,7 @@ from refunds_admin.payouts.rules import (
 )
 
 from .factories import EXAMPLES, example
+from .support.formats import format_snapshots, policies
 from .test_engine_properties import computed, snapshots
 
 NAMES = sorted(p.name.removesuffix(".scenario.json") for p in EXAMPLES.glob("*.scenario.json"))
@@ -136,3 +137,15 @@ def test_the_command_prints_everything_before_it_ends_the_process():
     assert res.returncode == 0 and res.stderr == b""
     scenario, _ = example("05-first-place-cap")
     assert res.stdout.decode() == reference(compute_proposal(parse_snapshot(scenario)), True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(format_snapshots(), policies())
+def test_it_writes_any_policy_and_format_as_orjson_would(doc, policy_doc):
+    """Equal shares, bounties and refunds in the form paid: the same bytes as line_json."""
+    try:
+        proposal = compute_proposal(parse_snapshot(doc), policy=parse_policy(policy_doc))
+    except SnapshotError:
+        return
+    assert written(proposal) == reference(proposal, False)
+    assert written(proposal, True) == reference(proposal, True)

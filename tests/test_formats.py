@@ -12,6 +12,7 @@ import csv
 import io
 import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -24,7 +25,8 @@ from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.incidents.services import import_csv
 from refunds_admin.ledger.models import Credit, PostedTotal
-from refunds_admin.proposals import fingerprint
+from refunds_admin.payouts import compute_proposal, parse_policy, parse_snapshot
+from refunds_admin.proposals import figures, fingerprint
 from refunds_admin.proposals import services as proposals
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry, PrizePlace, Snapshot, Tournament
@@ -555,3 +557,28 @@ def test_a_batch_with_non_cash_refunds_is_refused_whole(support, manager):
         approve_outage(outage, manager)
     assert "not available yet" in refused.value.message
     assert not PayoutProposal.objects.filter(status=PayoutProposal.Status.APPROVED).exists()
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        p.name.removesuffix(".scenario.json")
+        for p in (Path(__file__).parent / "data" / "examples").glob("*.scenario.json")
+        if "refused" not in p.name
+    ),
+)
+def test_the_approvers_pool_reconciles_on_every_worked_example(name):
+    """Pool in = paid out, to the cent, under every rule and policy of the examples; the
+    overlay the house keeps and the refunds per method beside it."""
+    path = Path(__file__).parent / "data" / "examples" / f"{name}.scenario.json"
+    policy_file = path.with_name(f"{name}.policy.json")
+    policy = parse_policy(policy_file.read_text()) if policy_file.exists() else None
+    result = compute_proposal(parse_snapshot(path.read_text()), policy=policy)
+    fig = figures.from_columns(
+        result.columns, rule=result.rule, currency=result.currency, summary_cents=result.summary
+    )
+    assert fig["pool_in"] == fig["total"] == result.summary["total"]
+    by_method = fig["refunds_by_method"]
+    assert sum(v for k, v in by_method.items() if k != "tickets") == fig["total"]
+    if name.startswith("15-"):
+        assert fig["overlay_kept"] > 0

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "refunds_admin"
 ENGINE = PACKAGE / "payouts"
 # Lowest first: an app may import the ones before it, never the ones after it. audit and
 # accounts sit below them all and import none of them (the pure engine excepted: audit's display
-# formats amounts and names rules with it). ops (health, heartbeats, request logs) reads only the
+# formats amounts and names rules with it; it marks sign-ins set by someone else in accounts). ops (health, heartbeats, request logs) reads only the
 # audit's request context and the job toolkit. db (the database's fast paths) pauses the
 # collector with the engine's paused_gc and knows no app.
 LAYERS = [
@@ -35,7 +35,7 @@ SAME_LAYER = {"notifications": "reports", "reports": "notifications"}
 # jobs (the job toolkit: locks, claims, heartbeats, queueing by name) imports no app: the apps
 # describe their jobs to it. ops reports the stalled jobs it lists.
 BELOW_ALL = {
-    "audit": {"payouts"},
+    "audit": {"payouts", "accounts"},
     "accounts": set(),
     "jobs": set(),
     "ops": {"audit", "jobs"},

@@ -1,5 +1,6 @@
 """Posted means paid: the job pays only into the wallet recorded at approval, keys are safe for
-every id, an unavailable wallet is waited for without using up attempts, refusals stop at once with the reason.
+every id, an unavailable wallet is waited for without using up attempts, refusals stop at once
+with the reason.
 A real HTTP cashier on 127.0.0.1 (tests/fake_cashier.py); data built through the services."""
 
 from urllib.parse import unquote
@@ -26,6 +27,7 @@ from refunds_admin.payouts import SnapshotError, parse_snapshot
 from refunds_admin.proposals.models import PayoutProposal
 from tests.factories import approved_proposal, dumps, import_doc, snapshot_doc
 from tests.fake_cashier import FakeCashier
+from tests.support.posting import fail_past_the_unavailable_budget
 
 pytestmark = pytest.mark.django_db
 
@@ -287,10 +289,7 @@ def test_it_alerts_the_managers_when_the_wallet_stays_unavailable_past_its_budge
     with_cashier.POSTING_UNAVAILABLE_BUDGET = 0  # unavailable on the second run is already too long
     proposal = approved_proposal(support, manager)
     cashier.down = True
-    with pytest.raises(posting.PostingDelayed):
-        posting.post_proposal(proposal.pk)
-    with django_capture_on_commit_callbacks(execute=True), pytest.raises(posting.PostingStopped):
-        posting.post_proposal(proposal.pk)
+    fail_past_the_unavailable_budget(proposal.pk, django_capture_on_commit_callbacks)
     job = _job(proposal)
     assert job.state == "failed" and "unavailable for longer than the budget" in job.last_error
     assert "503" in job.last_error

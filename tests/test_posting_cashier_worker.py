@@ -1,6 +1,7 @@
 """Posted means paid, with real Celery workers on Redis and PostgreSQL and a real HTTP cashier
 on 127.0.0.1 that answers 5xx, 429 with Retry-After, drops connections after applying, answers
-slowly: workers SIGKILLed again and again, a worker without CASHIER_URL, a cashier unavailable for long."""
+slowly: workers SIGKILLed again and again, a worker without CASHIER_URL, a cashier unavailable
+for long."""
 
 from datetime import timedelta
 
@@ -38,7 +39,7 @@ def _worker_env(cashier, **extra):
         "POSTING_CHUNK_SIZE": "300",
         "POSTING_BACKOFF_BASE": "0.2",
         "POSTING_BACKOFF_MAX": "1",
-        # Crashes and an unavailable wallet must never use attempts: one attempt is all a job gets here.
+        # Crashes and an unavailable wallet must never use attempts: one attempt is all a job gets.
         "POSTING_MAX_ATTEMPTS": "1",
     } | extra
 
@@ -123,7 +124,7 @@ def test_it_survives_a_cashier_unavailable_longer_than_its_attempts(celery_worke
     cashier.down = True
     celery_worker_process.start(**_worker_env(cashier, CASHIER_MAX_TRIES="2"))
     proposal = make_approved_proposal(lines=100)
-    # Many more runs stopped by the unavailable cashier than POSTING_MAX_ATTEMPTS (1) would have allowed.
+    # Many more runs stopped by the unavailable cashier than POSTING_MAX_ATTEMPTS (1) allows.
     job = wait_for(
         lambda: (lambda j: j if j and j.wallet_unavailable_retries >= 4 else None)(_job(proposal)),
         timeout=60,

@@ -18,6 +18,7 @@ from refunds_admin.notifications.models import StaffKind, StaffNotification
 from refunds_admin.proposals import services as proposals
 from tests.factories import approved_proposal, draft_proposal, submitted_proposal
 from tests.fake_cashier import FakeCashier
+from tests.support.posting import fail_past_the_unavailable_budget
 
 
 @pytest.fixture(autouse=True)
@@ -107,10 +108,7 @@ def test_it_mails_each_manager_once_when_the_wallet_stays_unavailable_past_its_b
         settings.CASHIER_MAX_TRIES, settings.CASHIER_BACKOFF = 1, 0
         proposal = approved_proposal(support, manager)
         cashier.down = True
-        with pytest.raises(ledger.PostingDelayed):
-            ledger.post_proposal(proposal.pk)
-        with django_capture_on_commit_callbacks(execute=True), pytest.raises(ledger.PostingStopped):
-            ledger.post_proposal(proposal.pk)
+        fail_past_the_unavailable_budget(proposal.pk, django_capture_on_commit_callbacks)
     staff.dispatch_events()
     staff.dispatch_events()  # a second sweep finds nothing new to say
     staff.send_pending()

@@ -6,13 +6,14 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 
 from refunds_admin.payouts import SnapshotError, compute_proposal, parse_snapshot, stored
 from refunds_admin.tournaments import services as tournaments
 from refunds_admin.tournaments.models import Snapshot
 
 from .factories import import_doc, snapshot_doc
+from .support.formats import format_snapshots
 from .test_engine_properties import SETTINGS, snapshots
 
 
@@ -96,3 +97,27 @@ def test_a_snapshot_without_the_form_is_parsed_from_its_document(support):
 
 def _no_parse(document):
     raise AssertionError("the document was parsed again")
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(format_snapshots())
+def test_it_gives_back_knockouts_rebuys_and_payments_exactly(doc):
+    parsed = parse_snapshot(doc)
+    again = stored.load(stored.dump(parsed))
+    assert again == parsed
+    assert again.columns.paid_with == parsed.columns.paid_with
+    assert _computed(again) == _computed(parsed)
+
+
+def _computed(snapshot):
+    try:
+        return compute_proposal(snapshot).to_json()
+    except SnapshotError as exc:
+        return str(exc)
+
+
+def test_it_reads_an_older_stored_form_as_none_so_the_document_is_parsed_again():
+    import orjson
+
+    old = zlib.compress(orjson.dumps({"form": "parsed-snapshot/1", "columns": {}}), 1)
+    assert stored.load(old) is None

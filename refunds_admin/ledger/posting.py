@@ -18,9 +18,8 @@ The flow, in the domain's words (docs/posting.md):
 Delivery to the cashier is in delivery.py; what the pages read, in selectors.py.
 
 Failures are classified. The wallet being unavailable (cashier down or throttling, database or
-broker unreachable, a worker killed mid-run) never uses up the job's attempts: the job waits with capped exponential
-backoff for up to POSTING_UNAVAILABLE_BUDGET, then fails. A definite
-refusal (409/422: a human must look; 401/403: configuration) fails the job at once with the
+broker unreachable, a worker killed mid-run) never uses up the job's attempts: the job waits with
+capped exponential backoff for up to POSTING_UNAVAILABLE_BUDGET, then fails. A definite refusal (409/422: a human must look; 401/403: configuration) fails the job at once with the
 cashier's reason. Any other error counts as an attempt; after POSTING_MAX_ATTEMPTS the job fails.
 A failed job always says why (a database constraint insists), and its audit event
 `ledger.posting_failed` is what e-mails the managers, once, by their notification settings
@@ -85,7 +84,7 @@ def max_attempts() -> int:
 
 
 def unavailable_budget() -> timedelta:
-    """How long the wallet may stay unavailable before the job fails (and the managers are told)."""
+    """How long the wallet may stay unavailable before the job fails (the managers are told)."""
     return timedelta(seconds=getattr(settings, "POSTING_UNAVAILABLE_BUDGET", 7200))
 
 
@@ -222,8 +221,8 @@ def post_proposal(proposal_id: int, *, max_chunks: int | None = None) -> str:
 
     Returns the job's state afterwards, "busy" when another worker holds the job, or "refused"
     when this process is not configured for the job's wallet (the job waits, reason recorded).
-    Raises PostingStopped when the job was marked failed, PostingDelayed when the wallet was unavailable
-    the run (retry after its countdown), any other error when a retry may help (the error and
+    Raises PostingStopped when the job was marked failed, PostingDelayed when the wallet was
+    unavailable (retry after its countdown), any other error when a retry may help (the error and
     the attempt are recorded on the job first).
     """
     with locks.advisory_lock(locks.POSTING, proposal_id) as got:
@@ -344,7 +343,8 @@ def _mark_running(job):
         job.last_error = "the worker posting this job stopped without finishing (killed or crashed)"
         job.waiting_for = job.waiting_for or WALLET
         if now - job.wallet_unavailable_since > unavailable_budget():
-            return f"wallet unavailable for longer than the budget of {_budget_text()}: {job.last_error}"
+            budget = _budget_text()
+            return f"wallet unavailable for longer than the budget of {budget}: {job.last_error}"
     if proposal.status == Status.APPROVED:
         changed = PayoutProposal.objects.filter(pk=proposal.pk, status=Status.APPROVED).update(
             status=Status.POSTING

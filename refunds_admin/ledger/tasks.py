@@ -19,8 +19,8 @@ BUSY_RETRIES = 40
 def post_proposal(self, proposal_id):
     """Post an approved proposal's credits. Safe to run twice, or on two workers at once.
 
-    The wallet being unavailable (PostingDelayed) is retried after the job's own backoff and never uses up an
-    attempt; a real error is retried with exponential backoff and counts as one of the job's
+    The wallet being unavailable (PostingDelayed) is retried after the job's own backoff and never
+    uses up an attempt; a real error is retried with exponential backoff and counts as one of the job's
     POSTING_MAX_ATTEMPTS. A worker killed mid-run leaves its message unacknowledged (acks_late)
     and its job without heartbeat: the message is redelivered or the sweeper queues the job
     again, and the run continues where it stopped. A process not configured for the job's

@@ -50,8 +50,8 @@ class CashierRefused(Exception):
 
 
 class CashierUnavailable(Exception):
-    """The cashier kept failing (5xx, 429, refused connections, unknown outcome): the wallet is unavailable.
-    The job waits and retries later without using up its attempts."""
+    """The cashier kept failing (5xx, 429, refused connections, unknown outcome): the wallet is
+    unavailable. The job waits and retries later without using up its attempts."""
 
 
 class WalletNotConfigured(Exception):
@@ -266,7 +266,8 @@ class CashierWallet:
     # -- what the posting job calls --------------------------------------------------------------
 
     def _apply_or_halt(self, key, body, halt):
-        """apply(), and stop the others at once on a refusal, a bad token or the cashier being unavailable."""
+        """apply(), and stop the others at once on a refusal, a bad token or the cashier being
+        unavailable."""
         try:
             outcome = self.apply(key, body, halt)
         except (CashierStopped, CashierUnavailable):
@@ -282,8 +283,8 @@ class CashierWallet:
 
         `record(results)` is called in this thread with [(key, Outcome), ...] every `batch`
         answers or `flush_every` seconds, and once at the end, so progress commits per batch.
-        A refusal (409/422), a bad token (401/403) or the cashier being unavailable stops the delivery: nothing new
-        is sent, requests in flight finish, what was confirmed is recorded, then
+        A refusal (409/422), a bad token (401/403) or the cashier being unavailable stops the
+        delivery: nothing new is sent, requests in flight finish, what was confirmed is recorded, then
         CashierRefused / CashierStopped / CashierUnavailable is raised.
         """
         halt = threading.Event()

@@ -123,7 +123,9 @@ def run(
         # A policy file wins over the snapshot's tournament.policy; otherwise that id must be
         # one of the shipped presets.
         known = None if policy is not None else PRESETS.keys()
-        proposal = compute_proposal(parse_snapshot(raw, known_policies=known), policy=policy)
+        snapshot = parse_snapshot(raw, known_policies=known, keep=keep)
+        keep.append(snapshot)
+        proposal = compute_proposal(snapshot, policy=policy)
         keep.append(proposal)
     except SnapshotError as exc:
         count = len(exc.problems) + exc.more
@@ -186,7 +188,7 @@ def _write_proposal_json(proposal: Proposal, out: Writer, fingerprint: bool) -> 
 def _line_chunks(c: LineColumns) -> Iterator[str]:
     """The lines' text, _CHUNK lines at a time.
 
-    Each line is one %-format of _LINE: the ids and the numbers that differ on every line go in
+    Each line is one %-format of a template (_LINE_START and the rest): the ids and the numbers that differ on every line go in
     as they are, and each field that repeats (the status, an amount that every entry gets, the
     decimals, the capped flag) comes with the fixed text around it from a small table.
     """
@@ -201,26 +203,40 @@ def _line_chunks(c: LineColumns) -> Iterator[str]:
         last = (f"false{_LINE_END}", f"true{_LINE_END}")[c.capped[-1]]
         ends = chain(map(capped_text.__getitem__, islice(c.capped, n - 1)), (last,))
     equity, equity_cents = split_cents_column(c.chip_equity)
-    bounty, bounty_cents = split_cents_column(c.bounty_refund)
     total, total_cents = split_cents_column(c.total)
-    fields = zip(
+    columns: list[Iterable[Any]] = [
         _json_strings(c.entry_id),
         _json_strings(c.player_id),
         map(_Texts(_status_text).__getitem__, c.status),
         c.chips,
         map(_Texts(_buy_in_refund_text).__getitem__, c.buy_in_refund),
-        map(_Texts(_next_prize_text).__getitem__, c.next_prize),
-        map(_Texts(_equal_share_text).__getitem__, c.equal_share),
-        equity,
-        map(_EQUITY_DECIMALS.__getitem__, equity_cents),
-        map(_Texts(_fee_refund_text).__getitem__, c.fee_refund),
-        bounty,
-        map(_BOUNTY_DECIMALS.__getitem__, bounty_cents),
-        total,
-        map(_TOTAL_DECIMALS.__getitem__, total_cents),
-        ends,
-    )
-    lines = map(_LINE.__mod__, fields)
+    ]
+    template = _LINE_START
+    # A column every line has at 0.00 (no equal share, no bounty: most proposals) goes in as
+    # part of the fixed text around it: the lines cost what they cost before these columns.
+    if any(c.equal_share):
+        columns.append(map(_Texts(_next_prize_text).__getitem__, c.next_prize))
+        columns.append(map(_Texts(_equal_share_text).__getitem__, c.equal_share))
+        template += "%s%s"
+    else:
+        columns.append(map(_Texts(_next_prize_no_equal_share_text).__getitem__, c.next_prize))
+        template += "%s"
+    columns += [equity, map(_EQUITY_DECIMALS.__getitem__, equity_cents)]
+    template += "%d%s"
+    if any(c.bounty_refund):
+        bounty, bounty_cents = split_cents_column(c.bounty_refund)
+        columns += [
+            map(_Texts(_fee_refund_text).__getitem__, c.fee_refund),
+            bounty,
+            map(_BOUNTY_DECIMALS.__getitem__, bounty_cents),
+        ]
+        template += "%s%d%s"
+    else:
+        columns.append(map(_Texts(_fee_refund_no_bounty_text).__getitem__, c.fee_refund))
+        template += "%s"
+    columns += [total, map(_TOTAL_DECIMALS.__getitem__, total_cents), ends]
+    template += "%d%s%s"
+    lines = map(template.__mod__, zip(*columns))
     yield _LINES_START
     while chunk := "".join(islice(lines, _CHUNK)):
         yield chunk
@@ -242,7 +258,7 @@ class _Texts(dict[Any, str]):
 # One line of the proposal as orjson's OPT_INDENT_2 writes it inside "lines" (two levels deep):
 # the first line's opening is in _LINES_START, each next one's in the line before (_BETWEEN).
 _LINES_START = '"lines": [\n    {\n      "entry_id": "'
-_LINE = '%s",\n      "player_id": "%s%s%d%s%s%s%d%s%s%d%s%d%s%s'
+_LINE_START = '%s",\n      "player_id": "%s%s%d%s'  # then next_prize ... (_line_chunks)
 _LINE_END = "\n    }"
 _BETWEEN = f'{_LINE_END},\n    {{\n      "entry_id": "'
 _END = "\n  ]\n}\n"
@@ -258,6 +274,14 @@ def _buy_in_refund_text(cents: int) -> str:
 
 def _next_prize_text(cents: int) -> str:
     return f'{format_cents(cents)}",\n      "equal_share": "'
+
+
+def _next_prize_no_equal_share_text(cents: int) -> str:
+    return f'{format_cents(cents)}",\n      "equal_share": "0.00",\n      "chip_equity": "'
+
+
+def _fee_refund_no_bounty_text(cents: int) -> str:
+    return f'{format_cents(cents)}",\n      "bounty_refund": "0.00",\n      "total": "'
 
 
 def _equal_share_text(cents: int) -> str:

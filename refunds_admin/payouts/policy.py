@@ -12,13 +12,12 @@ spaces, UTF-8): the proposal records all three, and the fingerprint covers the h
 The shipped presets are files beside this module (`policies/<id>.json`), loaded as version 1.
 """
 
-import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from importlib import resources
 from typing import Any, NamedTuple
 
 from .money import _json_type
@@ -99,6 +98,8 @@ class Policy:
 
     @cached_property
     def sha256(self) -> str:
+        import hashlib  # here, not at the top: compute_payouts starts faster without OpenSSL
+
         return hashlib.sha256(self.canonical_json()).hexdigest()
 
     @property
@@ -246,8 +247,9 @@ def _whole(value: object, path: str, low: int, high: int, problems: list[Problem
     if type(value) is not int:
         problems.append(Problem(path, f"must be a whole number, not {_shown(value)}"))
     elif not low <= value <= high:
-        upper = f" to {high}" if high < 2**31 - 1 else " or more"
-        problems.append(Problem(path, f"must be {low}{upper}, not {value}"))
+        problems.append(
+            Problem(path, f"must be a whole number from {low} to {high:,}, not {value}")
+        )
 
 
 def _boolean(value: object, path: str, problems: list[Problem]) -> None:
@@ -274,12 +276,15 @@ def _text(value: object, path: str, problems: list[Problem]) -> None:
 
 def _load_presets() -> dict[str, Policy]:
     """The shipped presets, by id (the files of payouts/policies/)."""
-    folder = resources.files(__package__ or "refunds_admin.payouts") / "policies"
+    # Plain files beside the module (package data): importlib.resources would import pathlib,
+    # zipfile and tempfile into every run of the command line.
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies")
     presets = {}
-    for item in sorted(folder.iterdir(), key=lambda p: p.name):
-        if item.name.endswith(".json"):
-            policy = parse_policy(item.read_bytes())
-            assert item.name == f"{policy.id}.json", item.name
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name), "rb") as fh:
+                policy = parse_policy(fh.read())
+            assert name == f"{policy.id}.json", name
             presets[policy.id] = policy
     return presets
 

@@ -45,6 +45,7 @@ LEGACY_POLICY = PolicyRef(
     DEFAULT_POLICY_ID, 1, "259687f6607d38e61db38d01d81657afd43df6b911d3220552347cd8cd6ac8ba"
 )
 PROPOSAL_FORMAT = "payout-proposal/1"
+WHOLE_PERCENT = 100  # equal_share_percent is out of 100
 MAX_WARNINGS = 20
 
 
@@ -115,10 +116,10 @@ class Proposal:
     # the policy itself, whose words the statements use.
     policy: PolicyRef = LEGACY_POLICY
     terms: Policy = field(default_factory=default_policy)
-    # For statements: why rule 1 applies (full_refund_reason()), and the entries whose refunds
-    # include rebuys and add-ons (or their fees).
+    # For statements: why rule 1 applies (full_refund_reason()), and the snapshot's rebuys and
+    # their fees per entry (the same lists, not copies; None when nobody rebought).
     full_refund_reason: str | None = None
-    rebought: frozenset[str] = frozenset()
+    rebuys: tuple[list[int], list[int]] | None = None
 
     @cached_property
     def lines(self) -> list[Line]:
@@ -162,6 +163,13 @@ class Proposal:
         line each, which list.index would make quadratic."""
         assert self.columns is not None
         return {entry_id: i for i, entry_id in enumerate(self.columns.entry_id)}
+
+    def rebought(self, entry_id: str) -> bool:
+        """Whether the entry's refunds include rebuys or add-ons (or their fees)."""
+        if self.rebuys is None:
+            return False
+        i = self._positions[entry_id]
+        return bool(self.rebuys[0][i] or self.rebuys[1][i])
 
     def line_for(self, entry_id: str) -> Line:
         try:
@@ -508,7 +516,9 @@ def _compute_proposal(
         policy=policy.ref,
         terms=policy,
         full_refund_reason=full_refund_reason(snapshot, failed_at, site_wide_issue, policy),
-        rebought=_rebought(snapshot.columns) if snapshot.has_rebuys else frozenset(),
+        rebuys=(snapshot.columns.rebuys_paid, snapshot.columns.rebuy_fees_paid)
+        if snapshot.has_rebuys
+        else None,
     )
     if rule == FULL_REFUND:
         _full_refund(snapshot, proposal, policy)
@@ -516,12 +526,6 @@ def _compute_proposal(
         _rule_two(snapshot, proposal, policy)
     proposal.warnings = _warnings(snapshot, proposal)
     return proposal
-
-
-def _rebought(e: EntryColumns) -> frozenset[str]:
-    return frozenset(
-        compress(e.entry_id, map(or_, map(truth, e.rebuys_paid), map(truth, e.rebuy_fees_paid)))
-    )
 
 
 def _paid_in(e: EntryColumns) -> list[int]:
@@ -686,7 +690,7 @@ def _rule_two(snapshot: Snapshot, proposal: Proposal, policy: Policy) -> None:
     # The equal share: Q = floor(E * s / 100), floor(Q / N) each, the cents left one each to
     # the larger chip counts, then the smaller entry_id.
     percent = policy.equal_share_percent(in_money)
-    equal_pool = equity_pool * percent // 100
+    equal_pool = equity_pool * percent // WHOLE_PERCENT
     zeros = [0] * m
     if equal_pool:
         equal_share = _equal_shares(equal_pool, n, is_active, chips, ids)

@@ -7,19 +7,27 @@ every problem found (up to MAX_PROBLEMS), each naming its field or entry.
 
 import json
 import re
+from collections import deque
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from functools import cached_property, partial
-from itertools import chain, compress, islice, repeat
-from operator import eq, ge, is_not, mul, not_, xor
+from itertools import accumulate, chain, compress, islice, repeat
+from operator import add, eq, ge, is_not, mul, not_, sub, xor
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
 from ._gc import paused_gc
-from .money import CURRENCIES_WITH_CENTS, AmountError, _json_type, parse_amount
+from .money import (
+    CURRENCIES_WITH_CENTS,
+    MAX_CENTS,
+    AmountError,
+    _json_type,
+    format_cents,
+    parse_amount,
+)
 
 FORMAT = "tournament-snapshot/1"
 MAX_PROBLEMS = 50
@@ -317,13 +325,16 @@ def parse_snapshot(
     doc: bytes | bytearray | str | dict[str, Any],
     *,
     known_policies: Collection[str] | None = None,
+    keep: list[object] | None = None,
 ) -> Snapshot:
     """bytes, str or an already decoded dict -> Snapshot. Raises SnapshotError listing problems.
 
     `known_policies`: the policy ids the caller knows; a `tournament.policy` outside them is
-    refused (None: any well-formed id is accepted, for the caller to resolve)."""
+    refused (None: any well-formed id is accepted, for the caller to resolve). `keep`, when
+    given, receives the decoded document: a process about to end (the command line) need not
+    free its hundreds of thousands of objects one by one."""
     with paused_gc():
-        return _parse_snapshot(doc, known_policies)
+        return _parse_snapshot(doc, known_policies, keep)
 
 
 def _too_large(size: int, what: str = "document", limit: int | None = None) -> SnapshotError:
@@ -389,7 +400,11 @@ def _find_duplicate(text: str) -> str | None:
     return found[0] if found else None
 
 
-def _parse_snapshot(doc: object, known_policies: Collection[str] | None = None) -> Snapshot:
+def _parse_snapshot(
+    doc: object,
+    known_policies: Collection[str] | None = None,
+    keep: list[object] | None = None,
+) -> Snapshot:
     text: str | bytes | None = None  # the JSON text, for the duplicate-key check
     if isinstance(doc, (bytes, bytearray)):
         if len(doc) > MAX_DOCUMENT_BYTES:
@@ -423,6 +438,8 @@ def _parse_snapshot(doc: object, known_policies: Collection[str] | None = None) 
         except orjson.JSONDecodeError as exc:
             raise SnapshotError([Problem("document", f"is not valid JSON ({exc})")]) from None
     problems = _Problems()
+    if keep is not None:
+        keep.append(doc)
     if not isinstance(doc, dict):
         if text is not None:
             _refuse_duplicate_key(text, doc, None)
@@ -1199,15 +1216,11 @@ def _paid_with(
     if paid is not None and given != paid:
         problems.add(
             path,
-            f"adds up to {_cents_text(given)}, but the entry paid {_cents_text(paid)} "
+            f"adds up to {format_cents(given)}, but the entry paid {format_cents(paid)} "
             "(buy_in_paid + rebuys_paid + fee_paid + rebuy_fees_paid + bounty_paid)",
         )
         return None
     return tuple(payments)
-
-
-def _cents_text(cents: int) -> str:
-    return f"{cents // 100}.{cents % 100:02d}"
 
 
 def _parse_incident(doc: dict[str, Any], problems: _Problems) -> IncidentFacts | None:
@@ -1337,7 +1350,12 @@ def _bulk_entries(
         if "bounty" in keys:
             if any(map(is_not, compress(given_heads, map(not_, is_active)), repeat(None))):
                 return None
-            heads = [p if h is None else h for h, p in zip(given_heads, heads)]
+            if given_heads.count(None) == n - active_count:
+                # Every active entry gives its bounty (a progressive knockout): the eliminated
+                # ones' None becomes 0, in C.
+                heads = list(map(_NONE_IS_ZERO.get, given_heads, given_heads))  # type: ignore[arg-type]
+            else:
+                heads = [p if h is None else h for h, p in zip(given_heads, heads)]
     paid_with: list[tuple[Payment, ...] | None] = [None] * n
     if "paid_with" in keys:
         payments = _bulk_payments(raw, (buy_ins, fees, rebuys, rebuy_fees, bounty_paid))
@@ -1353,6 +1371,7 @@ def _bulk_entries(
 
 
 _ITEM_KEYS = {"cash": 2, "tournament_money": 2, "ticket": 3}  # method -> keys of its object
+_NONE_IS_ZERO: dict[int | None, int] = {None: 0}
 
 
 def _bulk_payments(
@@ -1361,51 +1380,61 @@ def _bulk_payments(
     """The `paid_with` column, or None when anything is unusual (the entry-by-entry check then
     names it); with the ':' of the payments' objects and ticket ids (_entry_colons).
 
-    Only the entries that give `paid_with` are visited; the amounts, methods and ticket ids
-    are checked as in _paid_with."""
+    Column by column like the other fields: the payments of every entry that gives `paid_with`
+    are checked as one column each of methods, amounts and ticket ids (the checks of
+    _paid_with), then grouped back by entry. `paid`: the columns whose sum each entry's
+    payments must equal exactly."""
     n = len(raw)
+    given = list(compress(range(n), map(dict.__contains__, raw, repeat("paid_with", n))))
+    lists: list[Any] = list(map(dict.__getitem__, map(raw.__getitem__, given), repeat("paid_with")))
+    if set(map(type, lists)) != {list}:
+        return None
+    sizes = list(map(len, lists))
+    if max(sizes) > MAX_PAYMENTS:
+        return None
+    items: list[Any] = list(chain.from_iterable(lists))
+    if items and set(map(type, items)) != {dict}:
+        return None
+    count = len(items)
+    methods: list[Any] = list(map(dict.get, items, repeat("method", count)))
+    # Each method's object holds exactly its keys: method and amount, and a ticket's id (an
+    # unknown method reads None and never equals a key count).
+    key_counts = list(map(len, items))
+    if list(map(_ITEM_KEYS.get, methods)) != key_counts:
+        return None
+    texts: list[Any] = list(map(dict.get, items, repeat("amount", count)))
+    if items and set(map(type, texts)) != {str}:
+        return None
+    parsed = _parse_distinct(list(set(texts)))
+    if parsed is None:
+        return None
+    amounts = list(map(parsed.__getitem__, texts))
+    ticket_ids: list[Any] = list(map(dict.get, items, repeat("ticket_id", count)))
+    tickets = list(compress(ticket_ids, map(eq, methods, repeat(TICKET, count))))
+    colons = sum(key_counts)
+    if tickets:
+        in_ids = _text_column(tickets, True)  # strings, not blank, no control character
+        if in_ids is None or max(map(len, tickets)) > MAX_ID_LENGTH:
+            return None
+        if len(set(tickets)) != len(tickets):
+            return None  # a ticket used twice
+        colons += in_ids
+    # Each entry's payments add up to what it paid: the sums of consecutive runs of the
+    # amounts, from their running total.
+    running = list(accumulate(amounts, initial=0))
+    ends = list(accumulate(sizes))
+    totals = map(
+        sub, map(running.__getitem__, ends), map(running.__getitem__, map(sub, ends, sizes))
+    )
+    owed: Iterable[int] = map(paid[0].__getitem__, given)
+    for more in paid[1:]:
+        owed = map(add, owed, map(more.__getitem__, given))
+    if not all(map(eq, totals, owed)):
+        return None
+    # Back to one tuple per entry.
+    payments = iter(map(tuple.__new__, repeat(Payment), zip(methods, amounts, ticket_ids)))
     column: list[tuple[Payment, ...] | None] = [None] * n
-    cents: dict[object, int] = {}
-    tickets: set[str] = set()
-    colons = 0
-    for i in compress(range(n), map(dict.__contains__, raw, repeat("paid_with", n))):
-        items = raw[i]["paid_with"]
-        if type(items) is not list or len(items) > MAX_PAYMENTS:
-            return None
-        payments = []
-        total = 0
-        for item in items:
-            if type(item) is not dict:
-                return None
-            method: Any = item.get("method")
-            text = item.get("amount")
-            if _ITEM_KEYS.get(method) != len(item) or type(text) is not str:
-                return None  # an unknown method or field, or a missing amount
-            amount = cents.get(text)
-            if amount is None:
-                try:
-                    amount = cents[text] = parse_amount(text)
-                except AmountError:
-                    return None
-            total += amount
-            colons += len(item)
-            ticket_id = None
-            if method == TICKET:
-                ticket_id = item.get("ticket_id")
-                if (
-                    type(ticket_id) is not str
-                    or not ticket_id.strip()
-                    or len(ticket_id) > MAX_ID_LENGTH
-                    or ticket_id in tickets
-                    or _has_control_character(ticket_id)
-                ):
-                    return None
-                tickets.add(ticket_id)
-                colons += ticket_id.count(":")
-            payments.append(Payment(method, amount, ticket_id))
-        if total != sum(column_[i] for column_ in paid):
-            return None
-        column[i] = tuple(payments)
+    deque(map(column.__setitem__, given, map(tuple, map(islice, repeat(payments), sizes))), 0)
     return column, colons
 
 
@@ -1473,15 +1502,41 @@ def _bulk_amounts(
     if key not in keys:
         return [default] * n  # the usual case: every entry takes the tournament's amount
     values = list(map(dict.get, raw, repeat(key, n), repeat(_MISSING, n)))
-    if not set(map(type, values)) <= {str, object}:  # object: _MISSING
+    try:
+        texts = set(values)
+    except TypeError:
+        return None  # a list or an object
+    texts.discard(_MISSING)
+    if texts and set(map(type, texts)) != {str}:
+        return None
+    parsed = _parse_distinct(list(texts))  # each distinct text parsed once
+    if parsed is None:
         return None
     cents: dict[object, int | _Default] = {_MISSING: default}
+    cents.update(parsed)
+    return list(map(cents.__getitem__, values))
+
+
+# Amounts written with exactly two decimals, one per line: how platforms write them, and what
+# _parse_distinct reads column-wise (a knockout's bounties are nearly all distinct).
+_TWO_DECIMALS = re.compile(r"(?:[0-9]{1,15}\.[0-9]{2}\n)*")
+
+
+def _parse_distinct(texts: list[str]) -> dict[str, int] | None:
+    """{text: cents} for distinct amount strings, or None when one is not an amount.
+
+    Texts with exactly two decimals are checked by one regex pass over their joined text and
+    converted by int() without the point, in C; any other spelling ("30", "30.5") is parsed one
+    by one by parse_amount, which decides."""
+    joined = "\n".join(texts) + "\n"
+    if len(texts) > 8 and joined.count("\n") == len(texts) and _TWO_DECIMALS.fullmatch(joined):
+        cents = list(map(int, map(str.replace, texts, repeat("."), repeat(""))))
+        if max(cents) <= MAX_CENTS:
+            return dict(zip(texts, cents))
     try:
-        for text in set(values) - {_MISSING}:  # each distinct text parsed once
-            cents[text] = parse_amount(text)
+        return {text: parse_amount(text) for text in texts}
     except AmountError:
         return None
-    return list(map(cents.__getitem__, values))
 
 
 def _amounts_of(texts: list[str]) -> list[int] | None:

@@ -42,7 +42,7 @@ def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
         ("", ""),
     ]
     c = proposal.columns
-    rebuys = line.entry_id in proposal.rebought
+    rebuys = proposal.rebought(line.entry_id)
     if proposal.rule == FULL_REFUND:
         out.append((_full_refund_reason(proposal) + _refunded_text(proposal), ""))
         out += [("", ""), (_text("your_payout"), "")]
@@ -176,7 +176,7 @@ def _full_refund_reason(proposal: Proposal) -> str:
 
 def _refunded_text(proposal: Proposal) -> str:
     c = proposal.columns
-    if proposal.rebought or any(c.bounty_refund):
+    if proposal.rebuys is not None or any(c.bounty_refund):
         return _text("refunded_formats")
     return _text("refunded_plain")
 

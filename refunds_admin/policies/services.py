@@ -155,9 +155,10 @@ def propose_policy_version(
             f"This is exactly {previous.label}: nothing to propose.",
             problems=[("document", f"no field differs from {previous.label}")],
         )
-    policy, _ = Policy.objects.get_or_create(id=parsed.id)
     try:
+        # A savepoint: a new policy or version proposed at the same time is reported, not a crash.
         with transaction.atomic():
+            policy, _ = Policy.objects.get_or_create(id=parsed.id)
             version = PolicyVersion.objects.create(
                 policy=policy,
                 version=parsed.version,

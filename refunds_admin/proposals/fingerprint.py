@@ -24,9 +24,7 @@ from typing import TYPE_CHECKING
 
 from django.db import connection
 
-from refunds_admin.payouts import PRESETS, Payment, PolicyRef, rules
-from refunds_admin.tournaments.models import Snapshot as SnapshotRow
-from refunds_admin.tournaments.services import engine_snapshot
+from refunds_admin.payouts import Payment, PolicyRef, rules
 
 from .models import PayoutLine
 
@@ -130,18 +128,9 @@ POLICY_FIELDS = (
 
 
 def policy_of(proposal: PayoutProposal) -> PolicyRef:
-    """The policy version a stored proposal was computed under: as the proposal records it
-    (policy_id, policy_version_number, policy_sha256: the policies' records); else the preset
-    its snapshot names, which is what the engine computed it under; else (proposals stored
-    before policies) version 1 of the default policy."""
-    recorded = vars(proposal)  # the policies' fields, on a proposal that has them
-    if recorded.get("policy_sha256"):
-        return PolicyRef(
-            recorded["policy_id"], recorded["policy_version_number"], recorded["policy_sha256"]
-        )
-    snapshot = SnapshotRow.objects.defer("document_zlib").get(pk=proposal.snapshot_id)
-    named = engine_snapshot(snapshot).policy_id
-    return PRESETS[named].ref if named in PRESETS else rules.LEGACY_POLICY
+    """The policy version a stored proposal was computed under, as the proposal records it
+    (proposals stored before policies record version 1 of the default policy)."""
+    return PolicyRef(proposal.policy_id, proposal.policy_version_number, proposal.policy_sha256)
 
 
 def _lines_have_new_components(proposal: PayoutProposal) -> bool:

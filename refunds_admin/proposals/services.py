@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import partial
-from operator import truth
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.exceptions import PermissionDenied
@@ -47,6 +46,7 @@ from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import current_snapshot, engine_snapshot, payments_json
 
 from . import figures as proposal_figures
+from .lines import stored_fingerprint
 from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
 from .posting_order import configured_wallet, queue_posting
 
@@ -116,21 +116,32 @@ LINE_FIELDS = (
     "bounty_refund_cents",
     "refunds",
 )
-_LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS)
+_LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS[:-3])
 
 
 def _insert_lines(
     proposal: PayoutProposal, columns: LineColumns, *, meanwhile: Callable[[], _T]
 ) -> _T:
-    """Write the proposal's lines in snapshot order (COPY on PostgreSQL), from the engine's columns."""
+    """Write the proposal's lines in snapshot order (COPY on PostgreSQL), from the engine's
+    columns. The policy's components a proposal does not use (no equal share, no bounty,
+    nothing returned otherwise than in cash: most proposals) are not written: they keep their
+    database defaults, and the COPY carries what it always did."""
     c = columns
-    data = (
+    names = list(_LINE_COLUMNS)
+    data = [
         Same(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund, c.total, c.capped,
-        c.equal_share, c.bounty_refund,
-        # Most proposals return nothing in a form other than cash: one constant, no list.
-        list(map(payments_json, c.refunds)) if any(map(truth, c.refunds)) else Same(None),
-    )  # fmt: skip
+    ]  # fmt: skip
+    for name, column in (
+        ("equal_share_cents", c.equal_share),
+        ("bounty_refund_cents", c.bounty_refund),
+    ):
+        if any(column):
+            names.append(name)
+            data.append(column)
+    if c.has_refunds:
+        names.append("refunds")
+        data.append(list(map(payments_json, c.refunds)))
     if connection.vendor == "postgresql":
         # The proposal's own partition, indexed after the COPY; it replaces the lines of the
         # proposal prepared before, if any (refunds_admin/db/, docs/performance.md).
@@ -138,13 +149,13 @@ def _insert_lines(
             PayoutLine,
             "proposal_id",
             proposal.pk,
-            _LINE_COLUMNS,
+            names,
             data,
             meanwhile=meanwhile,
             local_indexes=LINE_PARTITION_INDEXES,
         )
     PayoutLine.objects.filter(proposal=proposal)._raw_delete(proposal._state.db)
-    return insert_columns(PayoutLine, _LINE_COLUMNS, data, meanwhile=meanwhile)
+    return insert_columns(PayoutLine, names, data, meanwhile=meanwhile)
 
 
 def _stale_reasons(
@@ -174,6 +185,20 @@ def _refuse_if_stale(
         raise Refused(
             f"Proposal {proposal.pk} cannot be {doing}: {'; '.join(reasons)}. Prepare it again."
         )
+
+
+def _rule_chosen_by(incident: Incident, tournament: Tournament) -> dict[str, int | None]:
+    """The managers whose decisions chose this proposal's rule (PayoutProposal.RULE_CHOOSERS):
+    recorded on the proposal so that none of them approves it (four eyes)."""
+    not_resumable = incident.cancelled_because == Incident.CancelledBecause.NOT_RESUMABLE
+    return {
+        "site_wide_confirmed_by_id": incident.site_wide_confirmed_by_id
+        if incident.site_wide_issue
+        else None,
+        "declared_not_resumable_by_id": incident.closed_by_id if not_resumable else None,
+        # The manager who changed the tournament's policy chose the rule as much as a finding.
+        "policy_changed_by_id": tournament.policy_changed_by_id,
+    }
 
 
 def _facts(p: PayoutProposal) -> dict[str, str | int]:
@@ -244,6 +269,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         "lines_count": len(result.columns.entry_id),
         "prepared_by": acting_user,
         "prepared_at": timezone.now(),
+        **_rule_chosen_by(incident, tournament),
         "submitted_by": None,
         "submitted_at": None,
         "figures": {},  # computed while the lines are indexed, below
@@ -373,19 +399,17 @@ def submit_proposal(proposal: PayoutProposal, *, acting_user: User) -> PayoutPro
 def approve_proposal(
     proposal: PayoutProposal, *, acting_user: User, fingerprint: str
 ) -> PayoutProposal:
-    """A second person's approval: a manager who neither prepared nor submitted the proposal,
-    quoting the fingerprint they saw. Freezes the tournament's snapshot and schedules posting in
+    """A second person's approval: a manager the proposal does not rest on (four eyes:
+    PayoutProposal.why_not_decided_by), quoting the fingerprint they saw. Freezes the tournament's snapshot and schedules posting in
     the same transaction (the posting job starts only after commit)."""
     require_role(acting_user, CAN_DECIDE, "approve proposals")
     # Locks in the one order used everywhere: tournament -> incident -> proposal -> job.
     tournament = Tournament.objects.select_for_update().get(pk=proposal.incident.tournament_id)
     Incident.objects.select_for_update().filter(pk=proposal.incident_id).first()
     fresh = _locked(proposal)
-    if acting_user.pk in (fresh.prepared_by_id, fresh.submitted_by_id):
-        raise PermissionDenied(
-            f"{acting_user.get_username()} prepared or submitted proposal {fresh.pk}; "
-            "another manager must approve it (four eyes)."
-        )
+    why_not = fresh.why_not_decided_by(acting_user)
+    if why_not:
+        raise PermissionDenied(why_not)
     _require_status(fresh, Status.SUBMITTED, "approve")
     if (fingerprint or "").strip().lower() != fresh.fingerprint:
         raise Refused(
@@ -396,6 +420,14 @@ def approve_proposal(
     tournament.refresh_from_db()
     _refuse_if_stale(fresh, fresh.incident, tournament, "approved")
     _refuse_non_cash_refunds(fresh)
+    # The lines as stored must still be the ones fingerprinted (posting checks them again):
+    # lines rewritten behind the app's back are refused before anyone approves them.
+    stored, stored_lines = stored_fingerprint(fresh)
+    if stored != fresh.fingerprint or stored_lines != fresh.lines_count:
+        raise Refused(
+            f"Proposal {fresh.pk}'s stored lines no longer match its fingerprint: they were "
+            "changed after it was prepared. Nothing was approved; replay it and prepare it again."
+        )
     now = timezone.now()
     # The posting order: the wallet this approval pays into, as this process is configured.
     wallet, wallet_identity = configured_wallet()
@@ -476,11 +508,9 @@ def reject_proposal(proposal: PayoutProposal, *, acting_user: User, reason: str)
     require_role(acting_user, CAN_DECIDE, "reject proposals")
     reason = required_text(reason, "reason")
     fresh = _locked(proposal)
-    if acting_user.pk in (fresh.prepared_by_id, fresh.submitted_by_id):
-        raise PermissionDenied(
-            f"{acting_user.get_username()} prepared or submitted proposal {fresh.pk}; "
-            "another manager must decide on it (four eyes)."
-        )
+    why_not = fresh.why_not_rejected_by(acting_user)
+    if why_not:
+        raise PermissionDenied(why_not)
     _require_status(fresh, Status.SUBMITTED, "reject")
     changed = PayoutProposal.objects.filter(pk=fresh.pk, status=Status.SUBMITTED).update(
         status=Status.REJECTED,
@@ -511,7 +541,7 @@ def withdraw_proposal(
     require_role(acting_user, CAN_PREPARE, "withdraw proposals")
     fresh = _locked(proposal)
     _require_status(fresh, Status.SUBMITTED, "withdraw")
-    if fresh.submitted_by_id != acting_user.pk:
+    if not fresh.may_be_withdrawn_by(acting_user):
         raise PermissionDenied(
             f"Only {fresh.submitted_by.get_username() if fresh.submitted_by else 'the submitter'}, "
             f"who submitted proposal {fresh.pk}, may withdraw it."

@@ -296,23 +296,23 @@ ENTRY_COLUMNS_IN_DB = (
     "finish_place",
     "prize_awarded_cents",
     "email",
-    "rebuys_paid_cents",
-    "rebuy_fees_paid_cents",
-    "bounty_paid_cents",
-    "bounty_cents",
-    "bounties_won_cents",
-    "paid_with",
 )
+# The columns of each format, written only for a snapshot that uses it: the others keep their
+# database defaults (0, or empty), so a plain snapshot's COPY carries what it always did.
+FORMAT_COLUMNS_IN_DB = {
+    REBUYS: ("rebuys_paid_cents", "rebuy_fees_paid_cents"),
+    KNOCKOUT: ("bounty_paid_cents", "bounty_cents", "bounties_won_cents"),
+    PAID_WITH: ("paid_with",),
+}
 
 
 def formats_of(parsed: engine.Snapshot) -> list[str]:
     """What the snapshot uses beyond a freeze-out paid in cash (models.FORMATS), from the
     engine's columns: the screens show those columns only then."""
-    c = parsed.columns
     uses = {
-        KNOCKOUT: parsed.bounty is not None,
-        REBUYS: any(c.rebuys_paid) or any(c.rebuy_fees_paid),
-        PAID_WITH: any(p is not None for p in c.paid_with),
+        KNOCKOUT: parsed.is_knockout,
+        REBUYS: parsed.has_rebuys,
+        PAID_WITH: parsed.has_paid_with,
     }
     return [name for name in FORMATS if uses[name]]
 
@@ -349,28 +349,31 @@ def _insert_entries(
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
     message is position 4. Returns `meanwhile()`, run while PostgreSQL indexes them.
 
-    The format columns a snapshot does not use (`formats`, see formats_of) go as one constant
-    each, so that a plain snapshot costs what it always did."""
+    The columns of the formats a snapshot does not use (`formats`, see formats_of) are not
+    written: they keep their database defaults, and a plain snapshot costs what it always did."""
     c = columns
-    knockout, rebuys = KNOCKOUT in formats, REBUYS in formats
-    data = (
+    names = list(ENTRY_COLUMNS_IN_DB)
+    data = [
         Same(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
         list(map(_email_of(emails or {}), c.entry_id)) if emails else Same(""),
-        c.rebuys_paid if rebuys else Same(0),
-        c.rebuy_fees_paid if rebuys else Same(0),
-        c.bounty_paid if knockout else Same(0),
-        c.bounty if knockout else Same(0),
-        c.bounties_won if knockout else Same(None),
-        list(map(payments_json, c.paid_with)) if PAID_WITH in formats else Same(None),
-    )  # fmt: skip
+    ]  # fmt: skip
+    if REBUYS in formats:
+        names += FORMAT_COLUMNS_IN_DB[REBUYS]
+        data += [c.rebuys_paid, c.rebuy_fees_paid]
+    if KNOCKOUT in formats:
+        names += FORMAT_COLUMNS_IN_DB[KNOCKOUT]
+        data += [c.bounty_paid, c.bounty, c.bounties_won]
+    if PAID_WITH in formats:
+        names += FORMAT_COLUMNS_IN_DB[PAID_WITH]
+        data.append(list(map(payments_json, c.paid_with)))
     if connection.vendor == "postgresql":
         # The snapshot's own partition, indexed after the COPY (refunds_admin/db/,
         # docs/performance.md): a new snapshot version never has entries yet.
         return copy_into_partition(
-            Entry, "snapshot_id", snapshot.pk, ENTRY_COLUMNS_IN_DB, data, meanwhile=meanwhile
+            Entry, "snapshot_id", snapshot.pk, names, data, meanwhile=meanwhile
         )
-    return insert_columns(Entry, ENTRY_COLUMNS_IN_DB, data, meanwhile=meanwhile)
+    return insert_columns(Entry, names, data, meanwhile=meanwhile)
 
 
 def export_snapshot(tournament: Tournament) -> str:
@@ -741,12 +744,13 @@ def create_api_client(
 
 
 def authenticate_api_client(token: str) -> ApiClient | None:
-    """The active API client holding this token, or None."""
+    """The active API client holding this token, acting for an active user, or None."""
     if not token:
         return None
     client = (
         ApiClient.objects.select_related("acting_user")
-        .filter(token_sha256=hash_token(token), is_active=True)
+        # A deactivated staff account's clients stop working with it.
+        .filter(token_sha256=hash_token(token), is_active=True, acting_user__is_active=True)
         .first()
     )
     if client is not None:

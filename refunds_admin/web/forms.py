@@ -147,7 +147,8 @@ class ReasonForm(forms.Form):
 
 class JustificationForm(forms.Form):
     justification = forms.CharField(
-        label="Why site issues impaired play throughout", widget=forms.Textarea(attrs={"rows": 3})
+        label="Why management finds this (the grounds, for the record)",
+        widget=forms.Textarea(attrs={"rows": 3}),
     )
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import dumps, sunday_major_doc
+from refunds_admin.accounts import mfa
+from tests.factories import dumps, sunday_major_doc, totp_code
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -127,6 +128,11 @@ def open_as(browser, live_server, transactional_db, csp_violations):
         page.fill("#id_username", user.username)
         page.fill("#id_password", "pw-" + user.username)
         page.click("button:has-text('Sign in')")
+        if mfa.confirmed_device(user) is not None:
+            # Managers' second step: the code from their authenticator app.
+            page.wait_for_url("**/accounts/two-factor/verify/**")
+            page.fill("#id_code", totp_code(user))
+            page.click("button:has-text('Verify')")
         page.wait_for_url(live_server.url + "/")
         return page
 
@@ -139,11 +145,16 @@ def shot(page, name, max_height=1500):
     """Save <name>.png in SCREENSHOTS: the page from the top, at most `max_height` pixels."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
+    scrolled = page.evaluate("window.scrollY")
     page.screenshot(
         path=str(SCREENSHOTS / f"{name}.png"),
         full_page=True,
         clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": height},
     )
+    # A full-page screenshot resizes the viewport and back, and Chromium reports another scroll
+    # position than the one it goes back to at the next mouse press: a click after it would
+    # land beside its target. Scroll back to where the page was, explicitly.
+    page.evaluate("y => window.scrollTo(0, y)", scrolled)
 
 
 def shot_of(locator, name):

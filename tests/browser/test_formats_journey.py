@@ -61,6 +61,7 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     # The proposal page: knockout parts back, the ticket returned as a ticket.
     summary = page.inner_text("#summary")
     assert "Knockout parts refunded" in summary and "USD 100.00" in summary
+    assert "ultimatepoker-2026 v1" in page.inner_text("#proposal-policy")
     lines = page.inner_text("#lines")
     assert "Bounty refund" in lines and "Refunded as" in lines
     row = page.locator("#lines tbody tr:has-text('e1')").first
@@ -69,6 +70,7 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     assert "Knockout parts back" in money and "Tickets" in money
     page.click("button:has-text('Submit for approval')")
     page.wait_for_selector(".badge.submitted")
+    shot_of(page.locator("#lines"), "knockout-breakdown")
     row = page.locator("#lines tbody tr:has-text('e1')").first
     row.locator("text=Statement").click()
     page.wait_for_selector("#statement table.statement")
@@ -82,6 +84,7 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     mpage = open_as(manager)
     mpage.goto(page.url.split("?")[0] + "approval/")
     mpage.wait_for_selector("#decision-methods")
+    assert "ultimatepoker-2026 v1" in mpage.inner_text("#decision-policy")
     methods = mpage.inner_text("#decision-methods")
     assert "Tickets" in methods and "USD 43.00" in methods and "Tournament money" in methods
     assert "Prizes already paid" in mpage.inner_text("#decision-absorbed")

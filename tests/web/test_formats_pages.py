@@ -81,9 +81,13 @@ def test_the_breakdown_shows_knockout_columns_only_for_a_knockout(client, suppor
     plain = submitted_proposal(support, external_id="T-PLAIN")
     client.force_login(auditor)
     header = _breakdown_header(_page(client, "proposal_detail", knockout.pk))
-    assert {"Bounty paid", "Bounty on head", "Bounties won", "Rebuys paid", "Bounty refund"} <= set(
-        header
-    )
+    assert {
+        "Bounty paid",
+        "Bounty on head",
+        "Bounties won",
+        "Rebuys + fees",
+        "Bounty refund",
+    } <= set(header)
     assert "Paid with" not in header and "Equal share" not in header
     lines = _page(client, "proposal_detail", knockout.pk).partition('<div id="lines">')[2]
     e1 = lines.split("<td>e1</td>", 1)[1].split("</tr>", 1)[0]
@@ -94,7 +98,7 @@ def test_the_breakdown_shows_knockout_columns_only_for_a_knockout(client, suppor
         "USD 20.00",
     ]
     header = _breakdown_header(_page(client, "proposal_detail", plain.pk))
-    assert not {"Bounty paid", "Bounty refund", "Rebuys paid", "Paid with", "Equal share"} & set(
+    assert not {"Bounty paid", "Bounty refund", "Rebuys + fees", "Paid with", "Equal share"} & set(
         header
     )
     assert header[:5] == ["Entry", "Player", "Screen name", "Status", "Chips"]

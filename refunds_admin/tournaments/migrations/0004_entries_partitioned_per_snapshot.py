@@ -2,8 +2,8 @@
 (docs/performance.md).
 
 PostgreSQL only; SQLite keeps the plain table. The model does not change (see
-refunds_admin.db.partitions.partition_table). Reversing leaves the partitioned table in place: to Django
-it is the same table.
+refunds_admin.db.partitions.partition_table). Reversing leaves the partitioned table in place:
+to Django it is the same table.
 """
 
 from django.db import migrations

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts import mfa
+from refunds_admin.accounts.mfa import money_decision
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import posting as ledger_posting
@@ -20,7 +21,7 @@ from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry
 
 from .. import queries
-from ..access import device_required, get_proposal_for, role_required
+from ..access import get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..progress import progress_of
@@ -84,13 +85,19 @@ _ENTRY_COLUMNS = (
     ("Bounty paid", "knockout"),
     ("Bounty on head", "knockout"),
     ("Bounties won", "knockout"),
-    ("Rebuys paid", "rebuys"),
+    ("Rebuys + fees", "rebuys"),
     ("Paid with", "paid_with"),
 )
 
 
 def _headers(columns):
-    entry = [label for label, when in _ENTRY_COLUMNS if columns[when]]
+    entry = list(
+        zip(
+            _entry_cell_classes(columns),
+            [label for label, when in _ENTRY_COLUMNS if columns[when]],
+            strict=True,
+        )
+    )
     amounts = [label for label, _, when in _AMOUNT_COLUMNS if when is None or columns[when]]
     # Entry, player, screen name, status, chips, total, statement; and the optional ones.
     span = 7 + len(entry) + len(amounts) + columns["paid_with"]
@@ -122,6 +129,13 @@ def _entry_cells(entry, columns, currency):
     return cells
 
 
+def _entry_cell_classes(columns):
+    """Amounts right-aligned, the payments (words) left-aligned, as the headers are."""
+    return [
+        "payments" if when == "paid_with" else "num" for _, when in _ENTRY_COLUMNS if columns[when]
+    ]
+
+
 def _display_rows(lines, proposal, columns):
     """The breakdown rows with their amounts already formatted ("USD 815.33") and their
     statement link built: 100 rows x 5 amounts through template filters cost more than the
@@ -140,7 +154,13 @@ def _display_rows(lines, proposal, columns):
         {
             "line": line,
             "chips": f"{line.chips:,}",
-            "entry_cells": _entry_cells(entries.get(line.position), columns, currency)
+            "entry_cells": list(
+                zip(
+                    _entry_cell_classes(columns),
+                    _entry_cells(entries.get(line.position), columns, currency),
+                    strict=True,
+                )
+            )
             if wants_entries
             else (),
             "amounts": [display(getattr(line, f), currency, symbol=False) for f in fields],
@@ -153,20 +173,17 @@ def _display_rows(lines, proposal, columns):
 
 
 def _may_approve(user, proposal):
-    """Four eyes: a manager who neither prepared nor submitted it. The service checks again."""
-    return (
-        proposal.status == Status.SUBMITTED
-        and has_role(user, CAN_DECIDE)
-        and user.pk not in (proposal.prepared_by_id, proposal.submitted_by_id)
-    )
+    """Four eyes (PayoutProposal.may_be_decided_by). The service checks again."""
+    return proposal.may_be_decided_by(user)
 
 
-# Rejecting is a decision too: the same four eyes.
-_may_reject = _may_approve
+def _may_reject(user, proposal):
+    """Any manager but the preparer and submitter (PayoutProposal.may_be_rejected_by)."""
+    return proposal.may_be_rejected_by(user)
 
 
 def _may_withdraw(user, proposal):
-    return proposal.status == Status.SUBMITTED and user.pk == proposal.submitted_by_id
+    return proposal.may_be_withdrawn_by(user)
 
 
 def _decision_context(proposal):
@@ -481,7 +498,7 @@ def proposal_submit(request, pk):
 
 @role_required(CAN_READ)
 @require_http_methods(["GET", "POST"])
-@device_required
+@money_decision
 def proposal_approval(request, pk):
     proposal = get_proposal_for(request, pk)
     if request.method == "GET":
@@ -508,7 +525,7 @@ def proposal_approval(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
-@device_required
+@money_decision
 def proposal_reject(request, pk):
     proposal = get_proposal_for(request, pk)
     form = RejectForm(request.POST)
@@ -565,7 +582,10 @@ def _approval_page(
             "may_approve": _may_approve(request.user, proposal),
             "may_reject": _may_reject(request.user, proposal),
             "may_withdraw": _may_withdraw(request.user, proposal),
-            "own_proposal": request.user.pk in (proposal.prepared_by_id, proposal.submitted_by_id),
+            # Why this manager may not decide (four eyes, or a sign-in set by someone else).
+            "own_proposal": proposal.why_not_decided_by(request.user)
+            if has_role(request.user, CAN_DECIDE)
+            else proposal.rests_on(request.user),
             "approve_form": approve_form
             or ApproveForm(
                 initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request
