@@ -18,6 +18,8 @@ $(STAMP): requirements.lock pyproject.toml
 install: $(STAMP)
 
 # Serves the app with demo data. SQLite and in-process tasks unless DATABASE_URL / REDIS_URL are set.
+# Development: DEBUG on (it is off unless set).
+run: export DEBUG ?= 1
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_demo
@@ -25,13 +27,20 @@ run: install
 
 # The production web process: gunicorn (gunicorn.conf.py) with DEBUG=0 and the same environment
 # settings, after migrations and collectstatic (hashed, compressed files served by whitenoise).
-# Needs SECRET_KEY and ALLOWED_HOSTS; see README "Deploying". Run the Celery worker and beat
-# beside it.
+# Needs SECRET_KEY and ALLOWED_HOSTS; see README "Deploying". With MIGRATE_DATABASE_URL (the
+# tables' owner) set, migrations run as the owner and the app's role (DATABASE_URL) is granted
+# its rights; the app itself never connects as the owner. Run the Celery worker and beat beside it.
 serve: export DEBUG = 0
 serve: install
 	@test -n "$$SECRET_KEY" || { echo "make serve: set SECRET_KEY (a long random string) first" >&2; exit 2; }
 	@test -n "$$ALLOWED_HOSTS" || { echo "make serve: set ALLOWED_HOSTS (the site's host names, comma-separated) first" >&2; exit 2; }
-	$(PY) manage.py migrate --noinput
+	@if [ -n "$$MIGRATE_DATABASE_URL" ]; then \
+		app_role="$$($(PY) -c 'import os, dj_database_url; print(dj_database_url.parse(os.environ["DATABASE_URL"])["USER"])')" && \
+		DATABASE_URL="$$MIGRATE_DATABASE_URL" $(PY) manage.py migrate --noinput && \
+		DATABASE_URL="$$MIGRATE_DATABASE_URL" $(PY) manage.py grant_app_role "$$app_role"; \
+	else \
+		$(PY) manage.py migrate --noinput; \
+	fi
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	HOST=$(HOST) PORT=$(PORT) exec $(VENV)/bin/gunicorn --config gunicorn.conf.py
 
@@ -58,6 +67,7 @@ test-a-year-ahead: install
 screenshots: install
 	UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/browser
 
+bench: export DEBUG ?= 1
 bench: install
 	$(PY) bench/run.py $(BENCH_ARGS)
 

@@ -1,7 +1,7 @@
 """gunicorn settings for `make serve` (read from the environment, like settings.py).
 
 HOST/PORT: where to listen (behind the operator's TLS proxy); WEB_CONCURRENCY: worker
-processes, by default 2 x CPUs + 1; LOG_FORMAT=json: the access and error logs as JSON lines.
+processes, by default 2 x CPUs + 1; GUNICORN_THREADS: threads per worker (gthread); LOG_FORMAT=json: the access and error logs as JSON lines.
 """
 
 import os
@@ -19,6 +19,14 @@ def _cpus():
 wsgi_app = "refunds_admin.wsgi:application"
 bind = [f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"]
 workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * _cpus() + 1)
+# Threads, not one sync request per process: a client that sends its headers slowly holds one
+# thread, not a whole worker, so a few slow (or malicious) clients cannot stall /healthz and
+# everyone else. In production a buffering proxy (nginx, the load balancer) sits in front and
+# hands gunicorn only complete requests (README "Deploying").
+worker_class = "gthread"
+threads = int(os.environ.get("GUNICORN_THREADS", "8"))
+# An idle keep-alive connection is closed after this many seconds (frees its thread).
+keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
 # Snapshot uploads of 100k entries take a while to import: do not kill the worker under them.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "120"))
 graceful_timeout = 30

@@ -383,4 +383,5 @@ def bench_limits():
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "refunds_admin.settings")
+    os.environ.setdefault("DEBUG", "1")  # development settings (DEBUG is off by default)
     bench_limits()

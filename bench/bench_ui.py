@@ -20,6 +20,7 @@ def _setup_database():
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "refunds_admin.settings")
+    os.environ.setdefault("DEBUG", "1")  # development settings (DEBUG is off by default)
     django.setup()
     from django.conf import settings
     from django.db import connection

@@ -18,6 +18,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "refunds_admin.settings")
+os.environ.setdefault("DEBUG", "1")  # development settings (DEBUG is off by default)
 
 import django  # noqa: E402
 

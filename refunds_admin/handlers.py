@@ -14,11 +14,19 @@ def _api(request):
     return request.path.startswith("/api/")
 
 
+# An error lists at most this many problems, and says how many there were: a refusal of a
+# request with millions of bad items stays small.
+MAX_PROBLEMS = 50
+
+
 def api_error(status, message, problems=(), **headers):
+    problems = list(problems)
     body = {
         "error": message,
-        "problems": [{"field": where, "message": what} for where, what in problems],
+        "problems": [{"field": where, "message": what} for where, what in problems[:MAX_PROBLEMS]],
     }
+    if len(problems) > MAX_PROBLEMS:
+        body["problems_total"] = len(problems)
     response = JsonResponse(body, status=status)
     for name, value in headers.items():
         response[name.replace("_", "-")] = value

@@ -44,7 +44,10 @@ def env_list(name, default=""):
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DEBUG", default=True)
+# Off unless asked for: a worker, beat or manage.py started with the production environment must
+# never run with the debug page (which shows the settings) or skip the production checks below.
+# `make run` and the test suite (tests/settings.py) turn it on.
+DEBUG = env_bool("DEBUG", default=False)
 SECRET_KEY = env("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
@@ -241,6 +244,9 @@ OTP_TOTP_ISSUER = env("OTP_TOTP_ISSUER", "refunds_admin")
 # A code is accepted within one 30-second step either side of the server's clock; the window
 # does not follow a drifting phone (keeps "which codes are valid now" simple and predictable).
 OTP_TOTP_SYNC = False
+# The admin shows no key or QR code of anyone's authenticator (and accounts/admin.py lets it
+# neither add nor edit devices): a superuser must not be able to become a manager.
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 
 # The cache: shared through Redis when there is one, so every web process sees the same;
 # per process otherwise.
@@ -337,8 +343,29 @@ if WALLET == "ledger" and CASHIER_URL:
         "WALLET=ledger but CASHIER_URL is set: say WALLET=cashier, or unset CASHIER_URL"
     )
 
-EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# E-mail carries password-reset links and players' statements (addresses, amounts): in
+# production it goes to a real mail server, never to the console, which would print it into the
+# logs past their masking. With DEBUG off EMAIL_BACKEND must be set, like WALLET.
+_CONSOLE_EMAIL = "django.core.mail.backends.console.EmailBackend"
+EMAIL_BACKEND = env("EMAIL_BACKEND", _CONSOLE_EMAIL if DEBUG else "")
+if not DEBUG and EMAIL_BACKEND in ("", _CONSOLE_EMAIL):
+    raise ImproperlyConfigured(
+        "EMAIL_BACKEND is required when DEBUG is off, and not the console (it would print "
+        "password-reset links and players' statements into the logs): e.g. "
+        "EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST, EMAIL_PORT, "
+        "EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS"
+    )
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "refunds-admin@localhost")
+# Password-reset requests per client address and per e-mail address per hour (web/views/account).
+PASSWORD_RESET_LIMIT = env_int("PASSWORD_RESET_LIMIT", 5)
+# Every answer to a reset request takes at least this long, known address or not.
+PASSWORD_RESET_MIN_SECONDS = float(env("PASSWORD_RESET_MIN_SECONDS", "1.0"))
 
 # Player statements after posting (docs/notifications.md). STATEMENT_CHANNEL picks the adapter:
 # "webhook" (the operator's messaging webhook, keyed by player id) or "email" (Django's e-mail

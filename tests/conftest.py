@@ -77,6 +77,38 @@ def _user(django_user_model, username, role):
     return user
 
 
+@pytest.fixture(autouse=True)
+def _signed_in_with_both_factors(monkeypatch):
+    """`client.force_login(user)` stands for a completed sign-in: for a manager or superuser
+    with an authenticator, that is the password and then a code, so the session is verified
+    (django-otp) as the sign-in page leaves it. `password_only_login(client, user)` is the
+    half-finished sign-in that money decisions refuse."""
+    from django.test.client import ClientMixin
+
+    original = ClientMixin.force_login
+
+    def force_login(self, user, backend=None):
+        original(self, user, backend)
+        from django_otp import DEVICE_ID_SESSION_KEY
+
+        from refunds_admin.accounts import mfa
+
+        device = mfa.confirmed_device(user)
+        if device is not None:
+            session = self.session
+            session[DEVICE_ID_SESSION_KEY] = device.persistent_id
+            session.save()
+
+    monkeypatch.setattr(ClientMixin, "force_login", force_login)
+    monkeypatch.setattr(ClientMixin, "password_only_login", original, raising=False)
+
+
+def password_only_login(client, user):
+    """Signed in with the password alone: the second step (the code) not done."""
+    client.password_only_login(user)
+    return client
+
+
 @pytest.fixture
 def support(db, django_user_model):
     return _user(django_user_model, "sam_support", "support")

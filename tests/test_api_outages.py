@@ -117,3 +117,47 @@ def test_the_same_call_again_answers_200_with_the_outage_already_recorded(api, t
     # A different set of tournaments at the same time is another call: refused, not merged.
     other = _post(api, {**body, "external_ids": ["A-1"]}, token)
     assert other.status_code == 400 and "already has an incident" in other.content.decode()
+
+
+def test_a_client_without_the_role_is_refused_before_its_body_is_read(api, token, support):
+    support.groups.clear()
+    assert _post(api, "[" * 100_000, token).status_code == 403
+    assert _post(api, "not json", token).status_code == 403
+
+
+def test_a_deactivated_users_token_no_longer_works(api, token, support):
+    import_doc(support, external_id="A-1")
+    support.is_active = False
+    support.save()
+    assert _post(api, _body(["A-1"]), token).status_code == 401
+    assert api.post(
+        "/api/snapshots", data="{}", content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    ).status_code == 401  # fmt: skip
+    assert Outage.objects.count() == 0
+
+
+def test_deep_nesting_is_a_400_not_a_500(api, token):
+    response = _post(api, "[" * 100_000 + "]" * 100_000, token)
+    assert response.status_code == 400 and "nested too deeply" in response.content.decode()
+    snapshots = api.post(
+        "/api/snapshots", data="[" * 100_000 + "]" * 100_000, content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )  # fmt: skip
+    assert snapshots.status_code == 400
+
+
+def test_a_huge_list_is_refused_without_being_looked_up(api, token, support):
+    too_many = _post(api, _body([f"X-{i}" for i in range(6000)]), token)
+    assert too_many.status_code == 400
+    assert len(too_many.json()["problems"]) == 1
+    huge = _post(api, _body(["X" * 100] * 20_000), token)
+    assert huge.status_code == 413 and len(huge.content) < 2000
+
+
+def test_an_error_lists_the_first_50_problems_and_their_count(api, token, support):
+    response = _post(api, _body([f"NOPE-{i}" for i in range(300)], cause="meteor"), token)
+    assert response.status_code == 400
+    body = response.json()
+    assert len(body["problems"]) == 50 and body["problems_total"] == 301
+    assert body["problems"][0]["field"] == "cause"

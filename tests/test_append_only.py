@@ -3,7 +3,9 @@ credits, cashier deliveries only move forward, proposal lines immutable once sub
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import F
 
+from refunds_admin.errors import Refused
 from refunds_admin.ledger import posting
 from refunds_admin.ledger.models import CashierDelivery, Credit
 from refunds_admin.proposals import services as proposals
@@ -99,3 +101,20 @@ def test_it_lets_a_draft_change_its_lines(support):
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM proposals_payoutline WHERE id = %s", [line.pk])
     assert not PayoutLine.objects.filter(pk=line.pk).exists()
+
+
+def test_approval_refuses_lines_changed_behind_the_apps_back(support, manager):
+    """Lines rewritten with the triggers off (what the tables' owner can do): the approval checks
+    them against the proposal's fingerprint and approves nothing."""
+    from refunds_admin.proposals.models import PayoutLine, PayoutProposal
+    from tests.tampering import triggers_off
+
+    proposal = submitted_proposal(support)
+    line = PayoutLine.objects.filter(proposal=proposal, total_cents__gt=0).first()
+    with triggers_off():
+        PayoutLine.objects.filter(pk=line.pk).update(
+            fee_refund_cents=F("fee_refund_cents") + 100_00, total_cents=F("total_cents") + 100_00
+        )
+    with pytest.raises(Refused, match="no longer match its fingerprint"):
+        proposals.approve_proposal(proposal, acting_user=manager, fingerprint=proposal.fingerprint)
+    assert PayoutProposal.objects.get(pk=proposal.pk).status == "submitted"

@@ -43,7 +43,18 @@ def test_it_imports_as_a_named_user_only_with_a_role(auditor, support):
     assert Snapshot.objects.get().imported_by == support
 
 
-def test_it_loads_the_demo_once_and_prints_working_logins(capsys):
+def test_demo_commands_refuse_when_debug_is_off(manager, settings):
+    """Production (DEBUG off): no demo users with printed passwords, no second factor printed."""
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="DEBUG is off"):
+        call_command("load_demo")
+    assert not get_user_model().objects.filter(username="admin").exists()
+    with pytest.raises(CommandError, match="DEBUG is off"):
+        call_command("totp_code", manager.username)
+
+
+def test_it_loads_the_demo_once_and_prints_working_logins(capsys, settings):
+    settings.DEBUG = True  # as `make run` runs it
     call_command("load_demo")
     out = capsys.readouterr().out
     for username, password in [
@@ -62,9 +73,7 @@ def test_it_loads_the_demo_once_and_prints_working_logins(capsys):
         user = get_user_model().objects.get(username=username)
         device = mfa.confirmed_device(user)
         assert f"{username}: key {mfa.secret(device)}" in out
-        with pytest.raises(CommandError, match="DEBUG is off"):
-            call_command("totp_code", username)  # tests run with DEBUG off, like production
-        call_command("totp_code", username, yes_i_am_the_operator=True)
+        call_command("totp_code", username)
         code = capsys.readouterr().out.strip()
         assert mfa.verify_code(user, code) == device
     assert mfa.confirmed_device(get_user_model().objects.get(username="support")) is None

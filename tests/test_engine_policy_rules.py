@@ -301,3 +301,30 @@ def test_the_command_called_in_process_leaves_the_collector_as_it_was():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("name", ["11-progressive-knockout", "13-refund-in-the-form-paid"])
+def test_stored_rows_give_the_fingerprint_of_the_policy_form(name):
+    """What the app re-checks from stored lines (refunds as payments or as their canonical
+    text) is the proposal's own fingerprint."""
+    from refunds_admin.payouts.rules import (
+        fingerprint_policy_header,
+        fingerprint_policy_lines,
+        refunds_text,
+    )
+
+    scenario, _ = example(name)
+    p = compute_proposal(parse_snapshot(scenario))
+    c = p.columns
+    rows = list(zip(c.entry_id, c.player_id, c.buy_in_refund, c.next_prize, c.equal_share,
+                    c.chip_equity, c.fee_refund, c.bounty_refund, c.total, c.refunds))  # fmt: skip
+    args = (p.external_id, p.currency, p.rule, p.policy.sha256)
+    assert fingerprint_policy_lines(*args, rows) == p.fingerprint()
+    as_text = [(*row[:-1], refunds_text(row[-1])) for row in rows]
+    assert fingerprint_policy_lines(*args, as_text) == p.fingerprint()
+    assert fingerprint_policy_header(*args).endswith(f"|policy:{p.policy.sha256}\n")
+    if name.startswith("13"):
+        assert refunds_text(p.line_for("e00001").refunds) == "ticket:5500:9:TKT-88121"
+        assert refunds_text(p.line_for("e00002").refunds) == (
+            "tournament_money:3000:0:;cash:2500:0:"
+        )

@@ -92,3 +92,52 @@ def test_it_names_the_finance_report_download_safely(client, manager):
     assert response.status_code == 200
     assert response["Content-Disposition"].startswith('attachment; filename="refunds-')
     assert _rows(response)[0][0] == "month"
+
+
+def _export_urls():
+    """Every CSV download the site has: the URL names whose route ends in .csv."""
+    from django.urls import get_resolver
+
+    names = []
+    for pattern in get_resolver().url_patterns:
+        for sub in getattr(pattern, "url_patterns", [pattern]):
+            if str(sub.pattern).endswith(".csv") and sub.name:
+                names.append(sub.name)
+    return sorted(names)
+
+
+def test_every_csv_export_neutralises_formulas(client, support, manager):
+    """Hostile tournament ids, names, screen names and reasons, then every .csv view of the site:
+    no cell of any of them starts like a formula."""
+    from django.urls import reverse
+
+    from tests.factories import approve_outage, prepared_outage
+
+    ids = ["=OUT1", "+OUT2", "@OUT3"]
+    docs = {x: {"name": '=HYPERLINK("http://x","y")'} for x in ids}
+    o = prepared_outage(support, external_ids=ids, docs=docs)
+    approve_outage(o, manager)
+    fields = {0: {"screen_name": "=1+2", "player_id": "-3+4"}}
+    proposal = draft_proposal(support, entry_fields=fields, external_id="=T")
+    proposals.submit_proposal(proposal, acting_user=support)
+    proposals.reject_proposal(proposal, acting_user=manager, reason="=cmd|' /C calc'!A0")
+    args = {
+        "outage_report_csv": [o.pk],
+        "proposal_export_csv": [proposal.pk],
+        "audit_export": [],
+        "finance_report_csv": [],
+    }
+    assert _export_urls() == sorted(args), "a new CSV export: add it here"
+    client.force_login(manager)
+    for name, url_args in args.items():
+        response = client.get(reverse(name, args=url_args))
+        assert response.status_code == 200, name
+        body = (
+            b"".join(response.streaming_content) if response.streaming else response.content
+        ).decode()
+        cells = [c for row in csv.reader(io.StringIO(body)) for c in row]
+        assert cells, name
+        assert not [c for c in cells if c.startswith(("=", "+", "@", "\t", "\r"))], name
+        assert not [c for c in cells if c.startswith("-") and not c[1:2].isdigit()], name
+    report = client.get(reverse("outage_report_csv", args=[o.pk])).content.decode()
+    assert "'=OUT1" in report and "'=HYPERLINK" in report

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "refunds_admin"
 ENGINE = PACKAGE / "payouts"
 # Lowest first: an app may import the ones before it, never the ones after it. audit and
 # accounts sit below them all and import none of them (the pure engine excepted: audit's display
-# formats amounts and names rules with it). ops (health, heartbeats, request logs) reads only the
+# formats amounts and names rules with it; it marks sign-ins set by someone else in accounts). ops (health, heartbeats, request logs) reads only the
 # audit's request context. db (the database's fast paths) pauses the collector with the engine's
 # paused_gc and knows no app.
 LAYERS = [
@@ -32,7 +32,12 @@ LAYERS = [
     "web",
 ]
 SAME_LAYER = {"notifications": "reports", "reports": "notifications"}
-BELOW_ALL = {"audit": {"payouts"}, "accounts": set(), "ops": {"audit"}, "db": {"payouts"}}
+BELOW_ALL = {
+    "audit": {"payouts", "accounts"},
+    "accounts": set(),
+    "ops": {"audit"},
+    "db": {"payouts"},
+}
 
 
 def _imported_modules(path):

@@ -31,7 +31,13 @@ def _start_in_production(**env):
     import subprocess
     import sys
 
-    base = {"DEBUG": "0", "PATH": "/usr/bin:/bin", "SECRET_KEY": "k" * 50, "ALLOWED_HOSTS": "x"}
+    base = {
+        "DEBUG": "0",
+        "PATH": "/usr/bin:/bin",
+        "SECRET_KEY": "k" * 50,
+        "ALLOWED_HOSTS": "x",
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+    }
     res = subprocess.run(
         [
             sys.executable,
@@ -60,6 +66,49 @@ def test_it_refuses_to_start_in_production_without_a_declared_wallet(env, why):
     code, stderr = _start_in_production(**env)
     assert code != 0
     assert why in stderr
+
+
+def _debug_without(*names):
+    """settings.DEBUG of a process started with the production environment minus `names`."""
+    import subprocess
+    import sys
+
+    base = {
+        "PATH": "/usr/bin:/bin",
+        "SECRET_KEY": "k" * 50,
+        "ALLOWED_HOSTS": "x",
+        "WALLET": "ledger",
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+    }
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django,os;os.environ['DJANGO_SETTINGS_MODULE']='refunds_admin.settings';"
+            "django.setup();from django.conf import settings;print(settings.DEBUG)",
+        ],
+        env={k: v for k, v in base.items() if k not in names},
+        capture_output=True,
+        text=True,
+    )
+    return res.returncode, res.stdout.strip(), res.stderr
+
+
+def test_debug_is_off_unless_asked_for():
+    """A worker, beat or manage.py started with the README's production environment (no DEBUG
+    in it) runs with DEBUG off, and so with the production checks."""
+    assert _debug_without()[:2] == (0, "False")
+    code, _, stderr = _debug_without("WALLET")
+    assert code != 0 and "WALLET is required when DEBUG is off" in stderr
+
+
+@pytest.mark.parametrize(
+    "backend", [None, "django.core.mail.backends.console.EmailBackend"], ids=["unset", "console"]
+)
+def test_it_refuses_to_start_in_production_without_a_real_email_backend(backend):
+    env = {"WALLET": "ledger", "EMAIL_BACKEND": backend or ""}
+    code, stderr = _start_in_production(**env)
+    assert code != 0 and "EMAIL_BACKEND is required when DEBUG is off" in stderr
 
 
 def test_it_starts_in_production_with_a_declared_wallet():

@@ -37,12 +37,17 @@ def _free_port():
 def _production_env(**extra):
     # As an operator's environment: without the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE (which
     # check --deploy rightly refuses) or a DEBUG/HOST/PORT of the developer's.
-    unset = ("DEBUG", "HOST", "PORT", "DJANGO_ALLOW_ASYNC_UNSAFE", "CASHIER_URL", "CASHIER_TOKEN")
+    # (Nor the test suite's settings module, which turns DEBUG on.)
+    unset = (
+        "DEBUG", "HOST", "PORT", "DJANGO_ALLOW_ASYNC_UNSAFE", "CASHIER_URL", "CASHIER_TOKEN",
+        "DJANGO_SETTINGS_MODULE",
+    )  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="127.0.0.1",
         WALLET="ledger",
+        EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
         PYTHONUNBUFFERED="1",
     )
     env.update({k: str(v) for k, v in extra.items()})
@@ -261,6 +266,28 @@ def test_it_serves_the_app_with_gunicorn_as_an_operator_deploys_it(served, suppo
     assert any("/accounts/reset/[redacted]/" in e["message"] for e in access)
     for secret in (password, api_token, reset_token, jar["sessionid"], token, jar["csrftoken"]):
         assert secret not in output
+
+
+@pytest.mark.postgres
+def test_slow_clients_do_not_stall_the_server(served):
+    """More clients sending their headers slowly than there are worker processes: /healthz
+    still answers at once (gthread; a sync worker is held by each such client)."""
+    import socket
+
+    (master,) = _children(served.proc.pid)
+    slow = []
+    try:
+        for _ in range(2 * len(_children(master)) + 1):
+            sock = socket.create_connection(("127.0.0.1", served.port), timeout=5)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            slow.append(sock)
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert served.request("GET", "/healthz").status == 200
+        assert time.monotonic() - started < 3
+    finally:
+        for sock in slow:
+            sock.close()
 
 
 def test_it_refuses_to_serve_without_secret_key_or_allowed_hosts(tmp_path):

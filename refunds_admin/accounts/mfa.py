@@ -1,18 +1,24 @@
 """Two-factor sign-in (TOTP, django-otp) for managers and superusers.
 
 A manager or a superuser enrols an authenticator app once: the enrolment page shows a QR code of
-a new, unconfirmed device and asks for a code from the app, which confirms it. From then on the
-decisions that move money (approve, reject, declare not resumable, confirm a site-wide issue)
-need that confirmed device, approval asks for a current code every time, and the Django admin
-asks for one at sign-in (OTPAdminSite). Codes are checked by django-otp: each code once, within
+a new, unconfirmed device and asks for a code from the app, which confirms it. From then on they
+sign in with the password and then a code (the session is *verified*, django-otp's
+`is_verified()`), every decision that moves money is made only from such a session
+(`money_decision` below, on every such view), approval asks for a current code every time on top,
+and the Django admin asks for one at sign-in (OTPAdminSite). Codes are checked by django-otp: each code once, within
 one step (30 s) of the clock either side, with growing delays after wrong codes.
 """
 
 import time
 from base64 import b32encode
+from functools import wraps
+from urllib.parse import urlencode
 
 import segno
+from django.contrib import messages
 from django.db import transaction
+from django.shortcuts import redirect
+from django.urls import reverse
 from django_otp import devices_for_user
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
@@ -35,6 +41,59 @@ def confirmed_device(user):
     return next(
         (d for d in devices_for_user(user, confirmed=True) if isinstance(d, TOTPDevice)), None
     )
+
+
+def session_verified(request):
+    """This session proved the second factor (at sign-in, or by enrolling just now)."""
+    user = request.user
+    return bool(getattr(user, "is_verified", None) and user.is_verified())
+
+
+def decision_refusal(request):
+    """Why this request may not make a money decision, as the redirect that fixes it (enrol, or
+    type a code), or None when it may. Nothing is changed either way."""
+    user = request.user
+    back = request.META.get("HTTP_REFERER") or reverse("dashboard")
+    if confirmed_device(user) is None:
+        messages.error(
+            request,
+            "Set up two-factor sign-in first: managers sign decisions with a code from an "
+            "authenticator app. Nothing was changed.",
+        )
+        return redirect(f"{reverse('mfa_enrol')}?{urlencode({'next': back})}")
+    if not session_verified(request):
+        messages.error(
+            request,
+            "Type the code from your authenticator app first: decisions that move money are "
+            "made only from a session signed in with both factors. Nothing was changed.",
+        )
+        return redirect(f"{reverse('mfa_verify')}?{urlencode({'next': back})}")
+    return None
+
+
+def money_decision(view):
+    """The one check in front of every decision that moves money (approve, batch approve,
+    reject, declare not resumable for an incident or the rest of an outage, confirm a site-wide
+    issue for an incident or an outage, policy versions, the default policy): the person has a
+    confirmed authenticator and this session was verified with it. Put it under the role check:
+
+        @role_required(CAN_DECIDE)
+        @require_POST
+        @money_decision
+        def my_decision(request, pk): ...
+
+    Only POSTs are checked: a GET shows the page (and its form) without deciding anything."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.method == "POST" and needs_device(request.user):
+            # (Anyone else is refused by the view itself: their role may not decide.)
+            refusal = decision_refusal(request)
+            if refusal is not None:
+                return refusal
+        return view(request, *args, **kwargs)
+
+    return wrapper
 
 
 @transaction.atomic

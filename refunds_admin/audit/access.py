@@ -18,6 +18,8 @@ from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 from django.dispatch import receiver
 
+from refunds_admin.accounts import credentials
+
 from . import context
 from .services import record
 
@@ -76,6 +78,8 @@ def _user_after(sender, instance, created, raw=False, update_fields=None, **kwar
     after = _user_state(instance)
     if created:
         after["password_set"] = instance.has_usable_password()
+        if instance.has_usable_password():
+            _password_set(instance, after)
         audit("user.created", instance, after=after)
         return
     old = getattr(instance, "_audit_before", None)
@@ -86,8 +90,19 @@ def _user_after(sender, instance, created, raw=False, update_fields=None, **kwar
     changed = {k: after[k] for k in before}
     if password_changed:
         before["password"], changed["password"] = "(old)", "(changed)"
+        _password_set(instance, changed)
     if changed:
         audit("user.changed", instance, before=before, after=changed)
+
+
+def _password_set(user, after):
+    """A password set for someone else (say so in the event) or by the person themselves."""
+    by = actor()
+    if by is not None and by.pk != user.pk:
+        after["set_for_someone_else"] = True
+        credentials.set_for(user, credentials.PASSWORD, by=by)
+    elif by is not None:
+        credentials.set_by_themselves(user, credentials.PASSWORD)
 
 
 @receiver(post_delete, sender=User, dispatch_uid="audit_user_deleted")
@@ -255,11 +270,14 @@ def _locked_out(sender, request, username, ip_address, **kwargs):
 
 @receiver(pre_save, sender="otp_totp.TOTPDevice", dispatch_uid="audit_device_before")
 def _device_before(sender, instance, raw=False, **kwargs):
-    instance._audit_confirmed = (
+    old = (
         None
         if raw or instance.pk is None
-        else sender.objects.filter(pk=instance.pk).values_list("confirmed", flat=True).first()
+        else sender.objects.filter(pk=instance.pk).values_list("confirmed", "key").first()
     )
+    confirmed, key = old if old is not None else (None, None)
+    instance._audit_confirmed = confirmed
+    instance._audit_key_changed = old is not None and key != instance.key
 
 
 @receiver(post_save, sender="otp_totp.TOTPDevice", dispatch_uid="audit_device_confirmed")
@@ -269,8 +287,22 @@ def _device_saved(sender, instance, created, raw=False, **kwargs):
     if raw:
         return
     was = None if created else getattr(instance, "_audit_confirmed", None)
+    by = actor()
+    if getattr(instance, "_audit_key_changed", False):
+        # A key rewritten (the shell: the admin refuses it): never the key itself.
+        if by is not None and by.pk != instance.user_id:
+            credentials.set_for(instance.user, credentials.DEVICE, by=by)
+        audit(
+            "mfa.device_key_changed",
+            instance.user,
+            after={"device": instance.name, "device_id": instance.pk},
+        )
     if bool(was) == bool(instance.confirmed):
         return
+    if instance.confirmed and by is not None and by.pk != instance.user_id:
+        credentials.set_for(instance.user, credentials.DEVICE, by=by)
+    elif instance.confirmed and by is not None:
+        credentials.set_by_themselves(instance.user, credentials.DEVICE)
     audit(
         "mfa.device_confirmed" if instance.confirmed else "mfa.device_unconfirmed",
         instance.user,

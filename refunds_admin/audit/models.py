@@ -7,7 +7,11 @@ class AuditEvent(models.Model):
     """One state change: who, when, what, before, after, why. Append-only.
 
     Written by `audit.services.record()` inside the same transaction as the change it describes.
-    On PostgreSQL a trigger refuses UPDATE and DELETE on this table (migration 0002).
+    On PostgreSQL a trigger refuses UPDATE and DELETE on this table (migration 0002), and the app's
+    database role may only insert and read it (docs/security.md). Tamper-evident: each event
+    carries the hash of the one before it (`prev_hash`) and its own (`hash`, over its contents and
+    `prev_hash`), so an event changed, removed or slipped in between breaks the chain;
+    `manage.py verify_audit` walks it (audit/chain.py).
     """
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -36,6 +40,12 @@ class AuditEvent(models.Model):
     reason = models.TextField(blank=True)
     request_id = models.CharField(max_length=64, blank=True)
     ip = models.GenericIPAddressField(null=True, blank=True)
+    prev_hash = models.CharField(
+        max_length=64, blank=True, help_text="The hash of the event before this one."
+    )
+    hash = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 over this event and prev_hash."
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django.db import models, transaction
 
-from . import context
+from . import chain, context
 from .models import AuditEvent
 from .signals import event_recorded
 
@@ -38,7 +38,7 @@ def record(
     ctx = context.current.get()
     if tournament is not None and not isinstance(tournament, str):
         tournament = tournament.external_id
-    event = AuditEvent.objects.create(
+    event = AuditEvent(
         actor=actor if actor is not None and actor.is_authenticated else None,
         actor_name=actor.get_username()
         if actor is not None and actor.is_authenticated
@@ -54,5 +54,7 @@ def record(
         request_id=ctx.request_id,
         ip=ctx.ip,
     )
+    chain.link(event)  # the hash of the event before it, and its own (tamper-evident)
+    event.save(force_insert=True)
     event_recorded.send(sender=AuditEvent, event=event)
     return event

@@ -8,8 +8,6 @@ is done in Python with `bulk_create(ignore_conflicts=True)`. Both paths build th
 (`credit_key`) and the same fingerprint of the lines; tests run both.
 """
 
-from contextlib import contextmanager
-
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -21,6 +19,7 @@ from refunds_admin.db.keys import (
     ticket_key_sql,
 )
 from refunds_admin.proposals import fingerprint
+from refunds_admin.proposals.lines import SORT_MEMORY, sort_memory  # noqa: F401 (used by posting)
 from refunds_admin.proposals.models import PayoutLine
 
 from .models import COMPONENT_FIELDS, REFUND_COMPONENTS, Component, Credit, Method
@@ -35,30 +34,6 @@ _CREDITS_TABLE = Credit._meta.db_table
 
 def _postgres():
     return connection.vendor == "postgresql"
-
-
-# A whole proposal sorted at once -- the fingerprint orders its lines by position, the posted
-# total counts distinct players over its credits -- spills to disk under PostgreSQL's default
-# work_mem (4 MB) past a few tens of thousands of lines, and an external sort grows faster than
-# the rows (docs/performance.md, "Sorting in memory"). Those few statements get this much for
-# themselves, then the setting goes back.
-SORT_MEMORY = "64MB"
-
-
-@contextmanager
-def sort_memory():
-    """Run the statements inside with work_mem = SORT_MEMORY (PostgreSQL), in a savepoint."""
-    if not _postgres():
-        yield
-        return
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT current_setting('work_mem'), set_config('work_mem', %s, true)", [SORT_MEMORY]
-        )
-        before = cursor.fetchone()[0]
-        yield
-        # (On an error the savepoint's rollback undoes the setting.)
-        cursor.execute("SELECT set_config('work_mem', %s, true)", [before])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -123,7 +123,9 @@ def run(
         # A policy file wins over the snapshot's tournament.policy; otherwise that id must be
         # one of the shipped presets.
         known = None if policy is not None else PRESETS.keys()
-        proposal = compute_proposal(parse_snapshot(raw, known_policies=known), policy=policy)
+        snapshot = parse_snapshot(raw, known_policies=known, keep=keep)
+        keep.append(snapshot)
+        proposal = compute_proposal(snapshot, policy=policy)
         keep.append(proposal)
     except SnapshotError as exc:
         count = len(exc.problems) + exc.more

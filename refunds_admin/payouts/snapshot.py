@@ -325,13 +325,16 @@ def parse_snapshot(
     doc: bytes | bytearray | str | dict[str, Any],
     *,
     known_policies: Collection[str] | None = None,
+    keep: list[object] | None = None,
 ) -> Snapshot:
     """bytes, str or an already decoded dict -> Snapshot. Raises SnapshotError listing problems.
 
     `known_policies`: the policy ids the caller knows; a `tournament.policy` outside them is
-    refused (None: any well-formed id is accepted, for the caller to resolve)."""
+    refused (None: any well-formed id is accepted, for the caller to resolve). `keep`, when
+    given, receives the decoded document: a process about to end (the command line) need not
+    free its hundreds of thousands of objects one by one."""
     with paused_gc():
-        return _parse_snapshot(doc, known_policies)
+        return _parse_snapshot(doc, known_policies, keep)
 
 
 def _too_large(size: int, what: str = "document", limit: int | None = None) -> SnapshotError:
@@ -397,7 +400,11 @@ def _find_duplicate(text: str) -> str | None:
     return found[0] if found else None
 
 
-def _parse_snapshot(doc: object, known_policies: Collection[str] | None = None) -> Snapshot:
+def _parse_snapshot(
+    doc: object,
+    known_policies: Collection[str] | None = None,
+    keep: list[object] | None = None,
+) -> Snapshot:
     text: str | bytes | None = None  # the JSON text, for the duplicate-key check
     if isinstance(doc, (bytes, bytearray)):
         if len(doc) > MAX_DOCUMENT_BYTES:
@@ -431,6 +438,8 @@ def _parse_snapshot(doc: object, known_policies: Collection[str] | None = None) 
         except orjson.JSONDecodeError as exc:
             raise SnapshotError([Problem("document", f"is not valid JSON ({exc})")]) from None
     problems = _Problems()
+    if keep is not None:
+        keep.append(doc)
     if not isinstance(doc, dict):
         if text is not None:
             _refuse_duplicate_key(text, doc, None)

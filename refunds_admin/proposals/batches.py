@@ -418,12 +418,12 @@ def approve_batch(outage, *, seen, fingerprint, acting_user):
             f"Proposals {', '.join(map(str, missing))} are not part of outage {outage.pk}; "
             "nothing was approved."
         )
-    own = [p for p in locked if acting_user.pk in (p.prepared_by_id, p.submitted_by_id)]
-    if own:
+    # Four eyes per proposal: the approver is none of the people each one rests on.
+    refusals = [(p, p.why_not_decided_by(acting_user)) for p in locked]
+    refusals = [(p, why) for p, why in refusals if why]
+    if refusals:
         raise PermissionDenied(
-            f"{acting_user.get_username()} prepared or submitted "
-            f"{', '.join(_name(p) for p in own)}; another manager must approve "
-            f"{'it' if len(own) == 1 else 'them'} (four eyes). Nothing was approved."
+            " ".join(f"{_name(p)}: {why}" for p, why in refusals) + " Nothing was approved."
         )
     problems = []
     for p in locked:

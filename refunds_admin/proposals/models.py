@@ -2,6 +2,51 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from refunds_admin.accounts.credentials import why_not_own_credentials
+from refunds_admin.accounts.roles import CAN_DECIDE, has_role
+
+# The people whose work or judgement a proposal rests on: the approver (or rejecter) must be none
+# of them (four eyes). Each is a foreign key to the user on PayoutProposal.
+# - prepared_by, submitted_by: who computed and who sent it;
+# - site_wide_confirmed_by: the manager whose site-wide finding chose rule 1 (an incident's own or
+#   the outage's, which each incident carries);
+# - declared_not_resumable_by: the manager who declared the tournament not resumable (the
+#   incident's own declaration or the outage's "rest not resumable"), which fixed the timing;
+# - policy_changed_by: the manager who changed the tournament's cancellation policy.
+RULE_CHOOSERS = ("site_wide_confirmed_by", "declared_not_resumable_by", "policy_changed_by")
+NOT_THE_DECIDER = ("prepared_by", "submitted_by", *RULE_CHOOSERS)
+_WHY = {
+    "prepared_by": "prepared",
+    "submitted_by": "submitted",
+    "site_wide_confirmed_by": "confirmed the site-wide finding that chose the rule of",
+    "declared_not_resumable_by": "declared not resumable the tournament of",
+    "policy_changed_by": "changed the cancellation policy that chose the rule of",
+}
+
+
+class ProposalQuerySet(models.QuerySet):
+    def not_resting_on(self, user):
+        """Proposals the user did not prepare, submit or choose the rule of (four eyes)."""
+        for field in NOT_THE_DECIDER:
+            self = self.exclude(**{field: user})
+        return self
+
+    def awaiting_decision_by(self, user):
+        """Submitted proposals this user may approve or reject: none when they may not decide
+        at all, otherwise those they did not prepare, submit or choose the rule of."""
+        if not has_role(user, CAN_DECIDE):
+            return self.none()
+        return self.filter(status=PayoutProposal.Status.SUBMITTED).not_resting_on(user)
+
+
+def _not_the_approver(field):
+    return models.CheckConstraint(
+        condition=Q(approved_by__isnull=True)
+        | Q(**{f"{field}__isnull": True})
+        | ~Q(approved_by=F(field)),
+        name=f"approver_is_not_{field.removesuffix('_by')}",
+    )
+
 
 class PayoutProposal(models.Model):
     """The engine's answer for one incident, stored so that what was approved is what is posted.
@@ -55,6 +100,17 @@ class PayoutProposal(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     submitted_at = models.DateTimeField(null=True, blank=True)
+    # Who chose the rule, recorded when prepared from the incident (and the tournament): the
+    # approver may be none of them (RULE_CHOOSERS above; constraints below).
+    site_wide_confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    declared_not_resumable_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    policy_changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -88,6 +144,8 @@ class PayoutProposal(models.Model):
         "entries, changes since the previous version; amounts in cents.",
     )
 
+    objects = ProposalQuerySet.as_manager()
+
     class Meta:
         ordering = ["-id"]
         constraints = [
@@ -103,6 +161,8 @@ class PayoutProposal(models.Model):
                 | ~Q(approved_by=F("submitted_by")),
                 name="approver_is_not_submitter",
             ),
+            # ... nor chose its rule.
+            *(_not_the_approver(field) for field in RULE_CHOOSERS),
             models.CheckConstraint(
                 condition=~Q(status__in=["approved", "posting", "posted", "failed"])
                 | (Q(approved_by__isnull=False) & Q(approved_fingerprint=F("fingerprint"))),
@@ -128,6 +188,39 @@ class PayoutProposal(models.Model):
 
     def __str__(self):
         return f"Proposal {self.pk} v{self.version} ({self.get_status_display()})"
+
+    def rests_on(self, user, people=NOT_THE_DECIDER):
+        """Why `user` may not approve this proposal (four eyes), or "" when they may: they
+        prepared or submitted it, or chose its rule."""
+        for field in people:
+            if user.pk is not None and getattr(self, f"{field}_id") == user.pk:
+                return (
+                    f"{user.get_username()} {_WHY[field]} proposal {self.pk}; another manager "
+                    "must approve it or reject it (four eyes)."
+                )
+        return ""
+
+    def why_not_decided_by(self, user):
+        """Why `user` may not approve this proposal, or "" when they may: a manager, not one of
+        the people it rests on, whose sign-in is their own (accounts.credentials). The status is
+        the caller's to check."""
+        if not has_role(user, CAN_DECIDE):
+            return f"{getattr(user, 'username', 'anonymous')} may not decide on proposals."
+        return self.rests_on(user) or why_not_own_credentials(user)
+
+    def may_be_decided_by(self, user):
+        """Four eyes, in one place: every view, service, batch and the dashboard ask this; the
+        database's constraints are the backstop."""
+        return self.status == self.Status.SUBMITTED and not self.why_not_decided_by(user)
+
+    def why_not_rejected_by(self, user):
+        """Sending a proposal back moves no money: any manager but its preparer and submitter."""
+        if not has_role(user, CAN_DECIDE):
+            return f"{getattr(user, 'username', 'anonymous')} may not decide on proposals."
+        return self.rests_on(user, ("prepared_by", "submitted_by"))
+
+    def may_be_rejected_by(self, user):
+        return self.status == self.Status.SUBMITTED and not self.why_not_rejected_by(user)
 
 
 class PayoutLine(models.Model):

@@ -47,6 +47,7 @@ from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import current_snapshot, engine_snapshot, payments_json
 
 from . import figures as proposal_figures
+from .lines import stored_fingerprint
 from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
 from .posting_order import configured_wallet, queue_posting
 
@@ -176,6 +177,22 @@ def _refuse_if_stale(
         )
 
 
+def _rule_chosen_by(incident: Incident, tournament: Tournament) -> dict[str, int | None]:
+    """The managers whose decisions chose this proposal's rule (PayoutProposal.RULE_CHOOSERS):
+    recorded on the proposal so that none of them approves it (four eyes)."""
+    not_resumable = incident.cancelled_because == Incident.CancelledBecause.NOT_RESUMABLE
+    return {
+        "site_wide_confirmed_by_id": incident.site_wide_confirmed_by_id
+        if incident.site_wide_issue
+        else None,
+        "declared_not_resumable_by_id": incident.closed_by_id if not_resumable else None,
+        # LEAD: when Tournament.policy_changed_by lands (policies app), this line becomes
+        # `"policy_changed_by_id": tournament.policy_changed_by_id,` -- the field, its
+        # constraint and every four-eyes check already include it.
+        "policy_changed_by_id": None,
+    }
+
+
 def _facts(p: PayoutProposal) -> dict[str, str | int]:
     return {
         "status": p.status,
@@ -244,6 +261,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         "lines_count": len(result.columns.entry_id),
         "prepared_by": acting_user,
         "prepared_at": timezone.now(),
+        **_rule_chosen_by(incident, tournament),
         "submitted_by": None,
         "submitted_at": None,
         "figures": {},  # computed while the lines are indexed, below
@@ -373,19 +391,17 @@ def submit_proposal(proposal: PayoutProposal, *, acting_user: User) -> PayoutPro
 def approve_proposal(
     proposal: PayoutProposal, *, acting_user: User, fingerprint: str
 ) -> PayoutProposal:
-    """A second person's approval: a manager who neither prepared nor submitted the proposal,
-    quoting the fingerprint they saw. Freezes the tournament's snapshot and schedules posting in
+    """A second person's approval: a manager the proposal does not rest on (four eyes:
+    PayoutProposal.why_not_decided_by), quoting the fingerprint they saw. Freezes the tournament's snapshot and schedules posting in
     the same transaction (the posting job starts only after commit)."""
     require_role(acting_user, CAN_DECIDE, "approve proposals")
     # Locks in the one order used everywhere: tournament -> incident -> proposal -> job.
     tournament = Tournament.objects.select_for_update().get(pk=proposal.incident.tournament_id)
     Incident.objects.select_for_update().filter(pk=proposal.incident_id).first()
     fresh = _locked(proposal)
-    if acting_user.pk in (fresh.prepared_by_id, fresh.submitted_by_id):
-        raise PermissionDenied(
-            f"{acting_user.get_username()} prepared or submitted proposal {fresh.pk}; "
-            "another manager must approve it (four eyes)."
-        )
+    why_not = fresh.why_not_decided_by(acting_user)
+    if why_not:
+        raise PermissionDenied(why_not)
     _require_status(fresh, Status.SUBMITTED, "approve")
     if (fingerprint or "").strip().lower() != fresh.fingerprint:
         raise Refused(
@@ -395,6 +411,14 @@ def approve_proposal(
         )
     tournament.refresh_from_db()
     _refuse_if_stale(fresh, fresh.incident, tournament, "approved")
+    # The lines as stored must still be the ones fingerprinted (posting checks them again):
+    # lines rewritten behind the app's back are refused before anyone approves them.
+    stored, stored_lines = stored_fingerprint(fresh)
+    if stored != fresh.fingerprint or stored_lines != fresh.lines_count:
+        raise Refused(
+            f"Proposal {fresh.pk}'s stored lines no longer match its fingerprint: they were "
+            "changed after it was prepared. Nothing was approved; replay it and prepare it again."
+        )
     now = timezone.now()
     # The posting order: the wallet this approval pays into, as this process is configured.
     wallet, wallet_identity = configured_wallet()
@@ -449,11 +473,9 @@ def reject_proposal(proposal: PayoutProposal, *, acting_user: User, reason: str)
     require_role(acting_user, CAN_DECIDE, "reject proposals")
     reason = required_text(reason, "reason")
     fresh = _locked(proposal)
-    if acting_user.pk in (fresh.prepared_by_id, fresh.submitted_by_id):
-        raise PermissionDenied(
-            f"{acting_user.get_username()} prepared or submitted proposal {fresh.pk}; "
-            "another manager must decide on it (four eyes)."
-        )
+    why_not = fresh.why_not_rejected_by(acting_user)
+    if why_not:
+        raise PermissionDenied(why_not)
     _require_status(fresh, Status.SUBMITTED, "reject")
     changed = PayoutProposal.objects.filter(pk=fresh.pk, status=Status.SUBMITTED).update(
         status=Status.REJECTED,

@@ -740,12 +740,13 @@ def create_api_client(
 
 
 def authenticate_api_client(token: str) -> ApiClient | None:
-    """The active API client holding this token, or None."""
+    """The active API client holding this token, acting for an active user, or None."""
     if not token:
         return None
     client = (
         ApiClient.objects.select_related("acting_user")
-        .filter(token_sha256=hash_token(token), is_active=True)
+        # A deactivated staff account's clients stop working with it.
+        .filter(token_sha256=hash_token(token), is_active=True, acting_user__is_active=True)
         .first()
     )
     if client is not None:

@@ -5,15 +5,11 @@ shows and refuse early (403) so that a support agent never even sees an approve 
 """
 
 from functools import wraps
-from urllib.parse import urlencode
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect
-from django.urls import reverse
+from django.shortcuts import get_object_or_404
 
-from refunds_admin.accounts import mfa
 from refunds_admin.accounts.roles import CAN_READ, has_role
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages.models import Outage
@@ -35,30 +31,6 @@ def role_required(allowed):
         return wrapper
 
     return decorator
-
-
-def device_required(view):
-    """Decisions that move money (approve, reject, not resumable, site-wide) are made only from
-    an account with a confirmed authenticator app: without one, a POST changes nothing and the
-    manager is sent to enrol (refunds_admin/accounts/mfa.py)."""
-
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if (
-            request.method == "POST"
-            and mfa.needs_device(request.user)
-            and mfa.confirmed_device(request.user) is None
-        ):
-            messages.error(
-                request,
-                "Set up two-factor sign-in first: managers sign decisions with a code from an "
-                "authenticator app. Nothing was changed.",
-            )
-            back = request.META.get("HTTP_REFERER") or reverse("dashboard")
-            return redirect(f"{reverse('mfa_enrol')}?{urlencode({'next': back})}")
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 # Permission-aware getters: every role that may read sees every tournament, incident and proposal

@@ -13,15 +13,19 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from refunds_admin.accounts.roles import CAN_PREPARE, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages import services as outage_services
 from refunds_admin.tournaments.services import authenticate_api_client
 
-from .api import _bearer_token, _error
+from .api import _bearer_token, _declared_length, _error
 
 FIELDS = ("failed_at", "cause", "description", "external_ids")
 MAX_TOURNAMENTS = 5000
+# 5000 ids of up to 128 characters and the other fields fit in 1 MB: a larger body is refused
+# before it is read.
+MAX_BODY_BYTES = 1024 * 1024
 
 
 def _parse(body):
@@ -30,6 +34,8 @@ def _parse(body):
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, [("body", f"is not JSON: {exc}")]
+    except RecursionError:
+        return None, [("body", "is nested too deeply")]
     if not isinstance(data, dict):
         return None, [("body", "must be a JSON object")]
     problems = [(k, "is not a field of an outage") for k in data if k not in FIELDS]
@@ -52,7 +58,8 @@ def _parse(body):
         problems.append(("cause", f"{cause!r} is not one of {', '.join(Incident.Cause.values)}"))
     ids = data.get("external_ids")
     if isinstance(ids, list) and len(ids) > MAX_TOURNAMENTS:
-        problems.append(("external_ids", f"at most {MAX_TOURNAMENTS} tournaments per outage"))
+        # Refused as a whole: its ids are not looked up one by one.
+        return None, [("external_ids", f"at most {MAX_TOURNAMENTS} tournaments per outage")]
     fields = {
         "failed_at": failed_at,
         "cause": cause,
@@ -62,18 +69,34 @@ def _parse(body):
     return fields, problems
 
 
+def _too_large():
+    return _error(
+        413,
+        f"The request body is larger than the {MAX_BODY_BYTES // 1024} KB this API accepts.",
+        [("external_ids", f"at most {MAX_TOURNAMENTS} tournaments per outage")],
+    )
+
+
 @csrf_exempt
 @require_POST
 def outages(request):
     """Record an outage: one failure across the listed tournaments, all or nothing. A 400 lists
     a problem per unknown or snapshot-less tournament (by its external id) and per bad field.
     The same call again (a retry) answers 200 with the outage already recorded."""
+    # Who, may they, and how much: all before any work on the body.
     client = authenticate_api_client(_bearer_token(request))
     if client is None:
         return _error(
             401, "A valid API token is required.", WWW_Authenticate='Bearer realm="refunds_admin"'
         )
-    fields, problems = _parse(request.body)
+    if not has_role(client.acting_user, CAN_PREPARE):
+        return _error(403, f"{client.acting_user.get_username()} may not record outages.")
+    if _declared_length(request) > MAX_BODY_BYTES:
+        return _too_large()
+    body = request.read(MAX_BODY_BYTES + 1)  # (a body without a declared length, too)
+    if len(body) > MAX_BODY_BYTES:
+        return _too_large()
+    fields, problems = _parse(body)
     refused = "The outage was refused; nothing was recorded."
     if fields is None:
         return _error(400, refused, problems)

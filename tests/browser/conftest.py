@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import dumps, sunday_major_doc
+from refunds_admin.accounts import mfa
+from tests.factories import dumps, sunday_major_doc, totp_code
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -127,6 +128,11 @@ def open_as(browser, live_server, transactional_db, csp_violations):
         page.fill("#id_username", user.username)
         page.fill("#id_password", "pw-" + user.username)
         page.click("button:has-text('Sign in')")
+        if mfa.confirmed_device(user) is not None:
+            # Managers' second step: the code from their authenticator app.
+            page.wait_for_url("**/accounts/two-factor/verify/**")
+            page.fill("#id_code", totp_code(user))
+            page.click("button:has-text('Verify')")
         page.wait_for_url(live_server.url + "/")
         return page
 

@@ -39,7 +39,7 @@ def _paid_partly_otherwise(external_id):
 
 
 def test_a_site_wide_outage_paid_partly_with_tickets_reaches_the_finance_report_by_method(
-    open_as, support, manager, auditor, request
+    open_as, support, manager, other_manager, auditor, request
 ):
     if os.environ.get("REDIS_URL"):
         request.getfixturevalue("celery_worker_process").start()
@@ -53,11 +53,11 @@ def test_a_site_wide_outage_paid_partly_with_tickets_reaches_the_finance_report_
     )
 
     # A manager finds a site-wide issue: rule 1 for every tournament, in the form paid.
-    page = open_as(manager)
-    page.goto(f"/outages/{outage.pk}/")
-    page.fill("#site-wide-form textarea", "DC2 down: every table server lost power")
-    page.click("#site-wide-form button[type=submit]")
-    page.wait_for_selector("text=Confirmed")
+    finder = open_as(other_manager)
+    finder.goto(f"/outages/{outage.pk}/")
+    finder.fill("#site-wide-form textarea", "DC2 down: every table server lost power")
+    finder.click("#site-wide-form button[type=submit]")
+    finder.wait_for_selector("text=Confirmed")
 
     # Support cancels the tournaments and prepares every proposal.
     spage = open_as(support)
@@ -67,8 +67,9 @@ def test_a_site_wide_outage_paid_partly_with_tickets_reaches_the_finance_report_
     spage.click("#prepare-all")
     spage.wait_for_selector("#prepare-state:has-text('Done')", timeout=60000)
 
-    # Another manager (the first confirmed the finding; any manager who did not prepare may
-    # approve) reviews and approves the batch; posting reaches 100%.
+    # Another manager (four eyes: not the one who found the site-wide issue) reviews and
+    # approves the batch; posting reaches 100%.
+    page = open_as(manager)
     page.goto(f"/outages/{outage.pk}/review/")
     page.fill("#id_password", "pw-" + manager.username)
     page.fill("#id_otp_token", totp_code(manager))

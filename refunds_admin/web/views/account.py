@@ -5,21 +5,28 @@ a password is typed; this module only decides where a signed-in person goes, and
 and superusers enrol their authenticator app (refunds_admin/accounts/mfa.py).
 """
 
+import logging
+import time
 from urllib.parse import urlencode
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import LoginView
+from django.contrib.auth.views import LoginView, PasswordResetView
+from django.core.cache import cache
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from django_otp import login as otp_login
 
 from refunds_admin.accounts import mfa
 from refunds_admin.accounts.roles import ROLES, has_role
+from refunds_admin.accounts.signin import client_address, normalise_username
+from refunds_admin.accounts.tasks import send_password_reset
 from refunds_admin.errors import Refused
 
 
@@ -32,6 +39,10 @@ class SignInView(LoginView):
         if mfa.needs_device(user) and mfa.confirmed_device(user) is None:
             # Managers and superusers enrol their authenticator app before anything else.
             return f"{reverse('mfa_enrol')}?{urlencode({'next': super().get_success_url()})}"
+        if mfa.needs_device(user) and has_role(user, ROLES):
+            # The second step of a manager's sign-in: a code from the app verifies the session.
+            # (A superuser without a staff role goes to the admin, whose sign-in asks for it.)
+            return f"{reverse('mfa_verify')}?{urlencode({'next': super().get_success_url()})}"
         return super().get_success_url()
 
     def get_default_redirect_url(self):
@@ -41,6 +52,64 @@ class SignInView(LoginView):
         if user.is_staff and not has_role(user, ROLES):
             return reverse("admin:index")
         return super().get_default_redirect_url()
+
+
+log = logging.getLogger(__name__)
+
+
+class ThrottledPasswordReset(PasswordResetView):
+    """Django's password reset (an e-mail with a one-time link), limited and answered in
+    constant time: at most PASSWORD_RESET_LIMIT requests an hour per client address and per
+    e-mail address (429 beyond). The request only queues the e-mail (accounts.tasks), the same
+    work whether or not the address has an account, and every answer takes at least
+    PASSWORD_RESET_MIN_SECONDS on top, so timing does not tell who has an account. The link
+    goes through EMAIL_BACKEND, never printed in production (settings.py)."""
+
+    def post(self, request, *args, **kwargs):
+        started = time.monotonic()
+        try:
+            return self._answer(request)
+        finally:
+            spent = time.monotonic() - started
+            time.sleep(max(0.0, settings.PASSWORD_RESET_MIN_SECONDS - spent))
+
+    def _answer(self, request):
+        form = self.get_form()
+        if not form.is_valid():
+            return self.form_invalid(form)
+        email = form.cleaned_data["email"]
+        if _over_limit(f"ip:{client_address(request)}", f"email:{normalise_username(email)}"):
+            return render(
+                request,
+                "registration/locked_out.html",
+                {
+                    "lockout_message": "Too many password-reset requests: wait an hour, or ask "
+                    "a superuser to set a temporary password."
+                },
+                status=429,
+            )
+        try:
+            send_password_reset.delay(
+                email, domain=request.get_host(), use_https=request.is_secure()
+            )
+        except Exception:  # the broker is down: the answer must not differ
+            log.exception("password reset e-mail not queued")
+        return redirect(self.get_success_url())
+
+
+def _over_limit(*keys):
+    """Count one request under each key for an hour; True when any is over the limit."""
+    over = False
+    for key in keys:
+        key = f"pwreset:{key}"
+        cache.add(key, 0, timeout=3600)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, timeout=3600)
+            count = 1
+        over = over or count > settings.PASSWORD_RESET_LIMIT
+    return over
 
 
 class CodeForm(forms.Form):
@@ -60,6 +129,37 @@ def _next_url(request):
     return reverse("dashboard")
 
 
+@never_cache  # a page about the second factor: nothing of it stays in a cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def mfa_verify(request):
+    """The second step of signing in for managers and superusers: a current code from the app
+    verifies this session (django-otp), which every money decision requires."""
+    device = mfa.confirmed_device(request.user)
+    if device is None:
+        return redirect(f"{reverse('mfa_enrol')}?{urlencode({'next': _next_url(request)})}")
+    if mfa.session_verified(request):
+        return redirect(_next_url(request))
+    form = CodeForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            verified = mfa.verify_code(request.user, form.cleaned_data["code"])
+            if verified is not None:
+                otp_login(request, verified)
+                return redirect(_next_url(request))
+            form.add_error(
+                "code",
+                "That code does not match your authenticator app (each code works once; wait "
+                "for the next one).",
+            )
+    return render(
+        request, "web/mfa_verify.html", {"form": form, "next": _next_url(request)}, status=status
+    )
+
+
+@never_cache  # shows the authenticator's secret key and QR code
 @login_required
 @require_http_methods(["GET", "POST"])
 def mfa_enrol(request):

@@ -31,12 +31,11 @@ def dashboard(request):
     )
     waiting = []
     if has_role(request.user, CAN_DECIDE):
-        # Four eyes: a proposal I prepared or submitted is not waiting for *my* approval.
+        # Four eyes: a proposal I prepared, submitted or chose the rule of is not waiting for me.
         waiting = list(
-            PayoutProposal.objects.filter(status=PayoutProposal.Status.SUBMITTED)
-            .exclude(prepared_by=request.user)
-            .exclude(submitted_by=request.user)
-            .select_related("incident__tournament", "submitted_by")[:50]
+            PayoutProposal.objects.awaiting_decision_by(request.user).select_related(
+                "incident__tournament", "submitted_by"
+            )[:50]
         )
     submitted_elsewhere = PayoutProposal.objects.filter(
         status=PayoutProposal.Status.SUBMITTED

@@ -4,6 +4,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from refunds_admin.accounts.mfa import money_decision
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
@@ -17,7 +18,7 @@ from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
 from .. import queries
-from ..access import device_required, get_incident_for, role_required
+from ..access import get_incident_for, role_required
 from ..forms import (
     IncidentForm,
     JustificationForm,
@@ -248,7 +249,7 @@ def incident_resumed(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
-@device_required
+@money_decision
 def incident_not_resumable(request, pk):
     return _act(
         request,
@@ -262,7 +263,7 @@ def incident_not_resumable(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
-@device_required
+@money_decision
 def incident_site_wide(request, pk):
     return _act(
         request,

@@ -1,8 +1,6 @@
 """Outage pages: record one failure across many tournaments, run its window, prepare, review and
 approve every proposal at once, follow the posting, read the report. Thin: the services decide."""
 
-import csv
-
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
@@ -12,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from refunds_admin.accounts.mfa import money_decision
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
@@ -27,6 +26,7 @@ from refunds_admin.reports import outages as outage_reports
 from refunds_admin.tournaments.models import Tournament
 
 from ..access import get_outage_for, role_required
+from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, JustificationForm, ReasonForm
 from ..outage_forms import AddTournamentForm, OutageForm, OutageResumedForm
 
@@ -240,6 +240,7 @@ def _decide_with_text(request, pk, form_class, field, decide, done):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@money_decision
 def outage_not_resumable(request, pk):
     return _decide_with_text(
         request,
@@ -268,6 +269,7 @@ def outage_cancel_rest(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@money_decision
 def outage_site_wide(request, pk):
     return _decide_with_text(
         request,
@@ -341,6 +343,7 @@ def _seen(request):
 
 @role_required(CAN_READ)
 @require_http_methods(["GET", "POST"])
+@money_decision
 def outage_review(request, pk):
     """Every proposal of the outage on one page; a manager approves all of them (or the selection
     reviewed with ?only=...) with their password, quoting the outage fingerprint shown."""
@@ -372,7 +375,13 @@ def outage_review(request, pk):
                 return redirect("outage_posting", pk=pk)
     data = batches.review(outage, only=only)
     user = request.user
-    own = [p for p in data["approvable"] if user.pk in (p.prepared_by_id, p.submitted_by_id)]
+    # Four eyes (PayoutProposal.why_not_decided_by): the proposals this person may not approve.
+    decides = has_role(user, CAN_DECIDE)
+    own = [
+        (p, why)
+        for p in data["approvable"]
+        if (why := p.why_not_decided_by(user) if decides else p.rests_on(user))
+    ]
     approve_form.initial["fingerprint"] = data["fingerprint"]
     if approve_form.is_bound:
         # Quote what is shown now: a changed batch must be reviewed (and confirmed) again.
@@ -490,34 +499,38 @@ def _iso(value):
 def outage_report_csv(request, pk):
     outage = get_outage_for(request, pk)
     report = outage_reports.report(outage)
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="outage-{outage.pk}.csv"'
-    writer = csv.writer(response)
-    writer.writerow(REPORT_HEADER)
-    for row in report["rows"]:
-        p = row["proposal"]
-        writer.writerow(
-            [
-                row["tournament"].external_id,
-                row["tournament"].name,
-                row["incident"].status,
-                row["rule"],
-                row["currency"],
-                p.status if p else "",
-                format_cents(row["total_cents"]),
-                row["entries_paid"],
-                row["players_paid"],
-                _iso(outage.failed_at),
-                _iso(row["cancelled_at"]),
-                _iso(row["approved_at"]),
-                _iso(row["posted_at"]),
-                format_cents(row["cash_cents"]),
-                format_cents(row["tournament_money_cents"]),
-                row["tickets"],
-                format_cents(row["ticket_cents"]),
-                format_cents(row["equal_share_cents"]),
-                format_cents(row["bounty_refund_cents"]),
-                format_cents(row["overlay_kept_cents"]),
-            ]
-        )
+    # Tournament ids and names are typed by others: the one neutralising writer (downloads.py).
+    writer = csv_writer()
+
+    def rows():
+        yield writer.writerow(REPORT_HEADER)
+        for row in report["rows"]:
+            p = row["proposal"]
+            yield writer.writerow(
+                [
+                    row["tournament"].external_id,
+                    row["tournament"].name,
+                    row["incident"].status,
+                    row["rule"],
+                    row["currency"],
+                    p.status if p else "",
+                    format_cents(row["total_cents"]),
+                    row["entries_paid"],
+                    row["players_paid"],
+                    _iso(outage.failed_at),
+                    _iso(row["cancelled_at"]),
+                    _iso(row["approved_at"]),
+                    _iso(row["posted_at"]),
+                    format_cents(row["cash_cents"]),
+                    format_cents(row["tournament_money_cents"]),
+                    row["tickets"],
+                    format_cents(row["ticket_cents"]),
+                    format_cents(row["equal_share_cents"]),
+                    format_cents(row["bounty_refund_cents"]),
+                    format_cents(row["overlay_kept_cents"]),
+                ]
+            )
+
+    response = HttpResponse("".join(rows()), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = attachment(f"outage-{outage.pk}.csv")
     return response

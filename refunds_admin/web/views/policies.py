@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from refunds_admin.accounts import mfa
+from refunds_admin.accounts.mfa import money_decision
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
@@ -16,7 +17,7 @@ from refunds_admin.policies import describe
 from refunds_admin.policies import services as policy_services
 from refunds_admin.policies.models import Policy, PolicyVersion
 
-from ..access import device_required, get_tournament_for, role_required
+from ..access import get_tournament_for, role_required
 from ..policy_forms import (
     PolicyApproveForm,
     PolicyFieldsForm,
@@ -107,6 +108,7 @@ def policy_version_detail(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_http_methods(["GET", "POST"])
+@money_decision
 def policy_propose(request):
     """A new version of a policy (or a new policy), from a file or from its fields."""
     based_on = None
@@ -158,7 +160,7 @@ def policy_propose(request):
 
 @role_required(CAN_DECIDE)
 @require_POST
-@device_required
+@money_decision
 def policy_version_approve(request, pk):
     version = _get_version(pk)
     form = PolicyApproveForm(request.POST, user=request.user, request=request)
@@ -184,7 +186,7 @@ def policy_version_approve(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
-@device_required
+@money_decision
 def policy_version_reject(request, pk):
     version = _get_version(pk)
     form = PolicyRejectForm(request.POST)
@@ -204,6 +206,7 @@ def policy_version_reject(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@money_decision
 def policy_set_default(request, policy_id):
     policy = get_object_or_404(Policy, pk=policy_id)
     try:
@@ -220,6 +223,7 @@ def policy_set_default(request, policy_id):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@money_decision
 def tournament_policy(request, pk):
     """A manager puts the tournament under another policy version, with a reason."""
     tournament = get_tournament_for(request, pk)

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts import mfa
+from refunds_admin.accounts.mfa import money_decision
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import posting as ledger_posting
@@ -20,7 +21,7 @@ from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry
 
 from .. import queries
-from ..access import device_required, get_proposal_for, role_required
+from ..access import get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..progress import progress_of
@@ -172,16 +173,13 @@ def _display_rows(lines, proposal, columns):
 
 
 def _may_approve(user, proposal):
-    """Four eyes: a manager who neither prepared nor submitted it. The service checks again."""
-    return (
-        proposal.status == Status.SUBMITTED
-        and has_role(user, CAN_DECIDE)
-        and user.pk not in (proposal.prepared_by_id, proposal.submitted_by_id)
-    )
+    """Four eyes (PayoutProposal.may_be_decided_by). The service checks again."""
+    return proposal.may_be_decided_by(user)
 
 
-# Rejecting is a decision too: the same four eyes.
-_may_reject = _may_approve
+def _may_reject(user, proposal):
+    """Any manager but the preparer and submitter (PayoutProposal.may_be_rejected_by)."""
+    return proposal.may_be_rejected_by(user)
 
 
 def _may_withdraw(user, proposal):
@@ -500,7 +498,7 @@ def proposal_submit(request, pk):
 
 @role_required(CAN_READ)
 @require_http_methods(["GET", "POST"])
-@device_required
+@money_decision
 def proposal_approval(request, pk):
     proposal = get_proposal_for(request, pk)
     if request.method == "GET":
@@ -527,7 +525,7 @@ def proposal_approval(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
-@device_required
+@money_decision
 def proposal_reject(request, pk):
     proposal = get_proposal_for(request, pk)
     form = RejectForm(request.POST)
@@ -581,7 +579,10 @@ def _approval_page(
             "may_approve": _may_approve(request.user, proposal),
             "may_reject": _may_reject(request.user, proposal),
             "may_withdraw": _may_withdraw(request.user, proposal),
-            "own_proposal": request.user.pk in (proposal.prepared_by_id, proposal.submitted_by_id),
+            # Why this manager may not decide (four eyes, or a sign-in set by someone else).
+            "own_proposal": proposal.why_not_decided_by(request.user)
+            if has_role(request.user, CAN_DECIDE)
+            else proposal.rests_on(request.user),
             "approve_form": approve_form
             or ApproveForm(
                 initial={"fingerprint": proposal.fingerprint}, user=request.user, request=request

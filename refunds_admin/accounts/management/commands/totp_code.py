@@ -1,8 +1,7 @@
 """Print the current two-factor code of a user's authenticator (demo and development).
 
-Whoever can run manage.py on the server can read the keys from the database anyway; the command
-still refuses when DEBUG is off unless --yes-i-am-the-operator is given, so that it is not used
-as a habit in production.
+Refused when DEBUG is off: in production a second factor is what the person's phone shows, never
+what a shell prints.
 """
 
 from django.conf import settings
@@ -17,11 +16,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("username")
-        parser.add_argument("--yes-i-am-the-operator", action="store_true")
 
-    def handle(self, *args, username, yes_i_am_the_operator, **options):
-        if not settings.DEBUG and not yes_i_am_the_operator:
-            raise CommandError("DEBUG is off: this prints a second factor; see --help.")
+    def handle(self, *args, username, **options):
+        if not settings.DEBUG:
+            raise CommandError("DEBUG is off: this prints a second factor (demo only).")
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"No user {username!r}.")

@@ -6,9 +6,10 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
@@ -53,6 +54,10 @@ class Command(BaseCommand):
     help = "Create demo users and tournaments (idempotent) and print the demo logins."
 
     def handle(self, *args, **options):
+        if not settings.DEBUG:
+            # Demo users with printed passwords (a superuser among them) have no place in
+            # production.
+            raise CommandError("DEBUG is off: load_demo creates demo users (development only).")
         users = self._users()
         now = timezone.now()
         for filename, started_ago, incident in TOURNAMENTS:
