@@ -36,7 +36,8 @@ PAID_OTHERWISE = {
 @pytest.fixture
 def paid_outage(support, manager, other_manager):
     o = cancelled_outage(support, docs=PAID_OTHERWISE)
-    outages.confirm_site_wide_issue(o, justification="DC1 lost power", acting_user=manager)
+    # One manager finds the site-wide issue, another approves (four eyes).
+    outages.confirm_site_wide_issue(o, justification="DC1 lost power", acting_user=other_manager)
     run = batches.start_prepare(o, acting_user=support)
     batches.run_prepare(run.pk)
     # Four eyes: not the manager whose site-wide finding chose the rule.
