@@ -334,6 +334,8 @@ if WALLET == "ledger" and CASHIER_URL:
     )
 
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+# For the file-based backend (`make run` writes every e-mail under mail/).
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH", str(BASE_DIR / "mail"))
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "refunds-admin@localhost")
 
 # Player statements after posting (docs/notifications.md). STATEMENT_CHANNEL picks the adapter:

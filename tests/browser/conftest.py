@@ -98,11 +98,50 @@ def csp_violations():
     assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)
 
 
+# Accessibility: axe-core 4 (shipped by axe-playwright-python) runs on every page a journey
+# visits. A critical or serious violation fails the test; moderate and minor ones are left to
+# judgement. `shot()` checks the page as photographed (htmx swaps, forms with errors); at the
+# end, every page address a person loaded is opened again and checked as it is then.
+AXE_IMPACTS_THAT_FAIL = ("critical", "serious")
+
+
+def axe_findings(page):
+    """The critical and serious axe-core violations on `page` now, one line each."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [
+        f"{page.url}: {v['id']} ({v['impact']}) {v['help']}: "
+        + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
+        for v in results.response["violations"]
+        if v["impact"] in AXE_IMPACTS_THAT_FAIL
+    ]
+
+
 @pytest.fixture
-def open_as(browser, live_server, transactional_db, csp_violations):
+def axe_violations():
+    """The axe findings of the pages of `open_as`; the test fails if any remain."""
+    findings = []
+    yield findings
+    assert not findings, "Accessibility (axe-core) violations:\n" + "\n".join(
+        dict.fromkeys(findings)
+    )
+
+
+def check_axe(page):
+    """Run axe-core on the page as it is now; findings fail the test at its end."""
+    sink = getattr(page, "axe_findings", None)
+    if sink is not None:
+        sink.extend(axe_findings(page))
+
+
+@pytest.fixture
+def open_as(browser, live_server, transactional_db, csp_violations, axe_violations):
     """open_as(user) -> a signed-in page (one browser context per person, like two desks).
-    Any Content-Security-Policy violation on any of its pages fails the test."""
+    Any Content-Security-Policy violation on any of its pages fails the test, and so does any
+    critical or serious accessibility violation (axe-core) on any page it loaded."""
     contexts = []
+    visited = []
 
     def _open(user):
         context = browser.new_context(
@@ -123,6 +162,8 @@ def open_as(browser, live_server, transactional_db, csp_violations):
 
         page.on("dialog", answer)
         page.confirmations = questions
+        page.axe_findings = axe_violations
+        page.on("load", lambda page=page: visited.append((context, page.url)))
         page.goto("/accounts/login/")
         page.fill("#id_username", user.username)
         page.fill("#id_password", "pw-" + user.username)
@@ -131,12 +172,24 @@ def open_as(browser, live_server, transactional_db, csp_violations):
         return page
 
     yield _open
+    # Every page address loaded, opened again (GET) in the same person's context and checked.
+    seen = set()
+    for context, url in visited:
+        if url in seen or "/accounts/logout" in url or url.endswith((".csv", ".json", ".svg")):
+            continue
+        seen.add(url)
+        checker = context.new_page()
+        response = checker.goto(url)
+        if response is not None and response.ok:
+            axe_violations.extend(axe_findings(checker))
+        checker.close()
     for context in contexts:
         context.close()
 
 
 def shot(page, name, max_height=1500):
     """Save <name>.png in SCREENSHOTS: the page from the top, at most `max_height` pixels."""
+    check_axe(page)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
     page.screenshot(

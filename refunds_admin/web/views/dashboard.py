@@ -16,6 +16,13 @@ from ..access import role_required
 from ..posting import progress_of
 from ..timezones import SESSION_KEY
 
+# Recent activity is the refunds work. Account upkeep (authenticators confirmed, users, groups,
+# API clients, e-mail preferences) stays in the full history of the audit page.
+_ACCOUNT_UPKEEP = Q()
+for _prefix in ("mfa.", "user.", "group.", "permission.", "api_client.", "signin."):
+    _ACCOUNT_UPKEEP |= Q(action__startswith=_prefix)
+_ACCOUNT_UPKEEP |= Q(action="notifications.preferences_changed")
+
 POSTING_STATES = [
     PayoutProposal.Status.APPROVED,
     PayoutProposal.Status.POSTING,
@@ -47,7 +54,10 @@ def dashboard(request):
             "incident__tournament"
         )[:20]
     ]
-    recent = [(event, describe(event)) for event in AuditEvent.objects.order_by("-id")[:15]]
+    recent = [
+        (event, describe(event))
+        for event in AuditEvent.objects.exclude(_ACCOUNT_UPKEEP).order_by("-id")[:15]
+    ]
     my_drafts, waiting_on_me = [], []
     if has_role(request.user, CAN_PREPARE):
         my_drafts = list(
