@@ -20,6 +20,11 @@ urlpatterns = [
     path("tournaments/", tournaments.tournament_list, name="tournament_list"),
     path("tournaments/import/", tournaments.tournament_import, name="tournament_import"),
     path("tournaments/<int:pk>/", tournaments.tournament_detail, name="tournament_detail"),
+    path(
+        "tournaments/<int:pk>/snapshots/<int:version>.json",
+        tournaments.snapshot_document,
+        name="snapshot_document",
+    ),
     # Worklists
     path("proposals/", worklists.proposal_list, name="proposal_list"),
     path("incidents/", worklists.incident_list, name="incident_list"),

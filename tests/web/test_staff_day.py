@@ -58,3 +58,61 @@ def test_recent_activity_leaves_out_the_authenticators_confirmed(client, world, 
     # The full history on the audit page still has it.
     audit = client.get(reverse("audit")).content.decode()
     assert "confirmed an authenticator app" in audit
+
+
+# --- Major 3: the prize table as imported ---------------------------------------------------
+
+
+def _major_with_ranges(external_id="UP-RANGES-1"):
+    from tests.factories import sunday_major_doc
+
+    doc = sunday_major_doc(external_id, entries=400, active=60)
+    doc["tournament"]["prizes"] = [
+        *doc["tournament"]["prizes"],
+        {"places": [10, 12], "amount": "200.00"},
+        {"places": [13, 40], "amount": "150.00"},
+        {"place": 41, "amount": "120.00", "non_cash": True, "description": "Main event ticket"},
+    ]
+    return doc
+
+
+@pytest.mark.django_db
+def test_the_tournament_page_shows_prize_ranges_as_imported(client, support):
+    from tests.factories import import_doc
+
+    snapshot = import_doc(support, _major_with_ranges())
+    client.force_login(support)
+    page = client.get(reverse("tournament_detail", args=[snapshot.tournament_id])).content.decode()
+    table = page[
+        page.index('id="prize-ranges"') : page.index("</tbody>", page.index("prize-ranges"))
+    ]
+    assert table.count("<tr>") == 12  # 9 single places, 10–12, 13–40, 41
+    assert "<td>10–12</td>" in table and "<td>13–40</td>" in table
+    assert "<td>41</td>" in table and "Main event ticket" in table
+    assert "USD 150.00" in table
+
+
+# --- Support / auditor: the stored snapshot document -----------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_stored_snapshot_downloads_byte_for_byte_from_its_page(client, support, auditor):
+    from tests.factories import dumps, import_doc
+
+    doc = _major_with_ranges("UP-DOC-1")
+    snapshot = import_doc(support, doc)
+    client.force_login(auditor)
+    page = client.get(reverse("tournament_detail", args=[snapshot.tournament_id])).content.decode()
+    url = reverse("snapshot_document", args=[snapshot.tournament_id, 1])
+    assert f'href="{url}"' in page
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="UP-DOC-1-v1.json"'
+    assert response.content == dumps(doc).encode()
+    import hashlib
+
+    assert hashlib.sha256(response.content).hexdigest() == response["X-Content-SHA256"]
+    assert (
+        client.get(reverse("snapshot_document", args=[snapshot.tournament_id, 2])).status_code
+        == 404
+    )
