@@ -349,6 +349,11 @@ def _tournaments(after):
     return f"{len(names)} tournament{'s' if len(names) != 1 else ''} ({shown})"
 
 
+def _proposals(after):
+    count = after.get("count") or 0
+    return f"{count} proposal{'s' if count != 1 else ''}"
+
+
 def _totals(after):
     totals = after.get("totals") or {}
     return ", ".join(display(v, c, symbol=False) for c, v in totals.items() if isinstance(v, int))
@@ -395,8 +400,12 @@ SENTENCES.update(
             f"{a.get('skipped', 0)} not cancelled"
         ),
         "outage.batch_approved": lambda e, b, a: (
-            f"{e.actor_name} approved {a.get('count')} proposals of outage {e.object_id} at once "
+            f"{e.actor_name} approved {_proposals(a)} of outage {e.object_id} at once "
             f"({_totals(a)}), outage fingerprint {str(a.get('fingerprint', ''))[:12]}…"
+        ),
+        "outage.batch_rejected": lambda e, b, a: (
+            f"{e.actor_name} rejected {_proposals(a)} of outage {e.object_id} at once "
+            f"({_totals(a)})"
         ),
     }
 )

@@ -458,3 +458,80 @@ def approve_batch(outage, *, seen, fingerprint, acting_user):
         },
     )
     return locked
+
+
+@transaction.atomic
+def reject_batch(outage, *, proposal_ids, reason, acting_user):
+    """Reject the submitted proposals the manager reviewed, all or none, with one reason.
+
+    Each is rejected by `reject_proposal` (four eyes, status checked there); a proposal the
+    manager prepared or submitted, or one no longer submitted, refuses the whole batch and is
+    named. Each tournament may then be prepared again as a new version.
+    """
+    require_role(acting_user, CAN_DECIDE, "reject proposals")
+    ids = sorted({int(pk) for pk in proposal_ids or []})
+    if not ids:
+        raise Refused("Choose the proposals to reject.", problems=[("proposals", "none chosen")])
+    if not (reason or "").strip():
+        raise Refused("Give the reason for rejecting.", problems=[("reason", "required")])
+    keys = list(
+        PayoutProposal.objects.filter(pk__in=ids).values_list(
+            "incident_id", "incident__tournament_id"
+        )
+    )
+    # The one lock order, as in approve_batch: tournament -> incident -> proposal.
+    list(
+        Tournament.objects.select_for_update()
+        .filter(pk__in={t for _, t in keys})
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    list(
+        Incident.objects.select_for_update()
+        .filter(pk__in={i for i, _ in keys})
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    locked = list(
+        PayoutProposal.objects.select_for_update(of=("self",))
+        .filter(pk__in=ids)
+        .select_related("incident__tournament")
+        .order_by("pk")
+    )
+    members = set(
+        incidents_of(outage)
+        .filter(pk__in=[p.incident_id for p in locked])
+        .values_list("pk", flat=True)
+    )
+    missing = sorted(set(ids) - {p.pk for p in locked if p.incident_id in members})
+    if missing:
+        raise Refused(
+            f"Proposals {', '.join(map(str, missing))} are not part of outage {outage.pk}; "
+            "nothing was rejected."
+        )
+    own = [p for p in locked if acting_user.pk in (p.prepared_by_id, p.submitted_by_id)]
+    if own:
+        raise PermissionDenied(
+            f"{acting_user.get_username()} prepared or submitted "
+            f"{', '.join(_name(p) for p in own)}; another manager must decide on "
+            f"{'it' if len(own) == 1 else 'them'} (four eyes). Nothing was rejected."
+        )
+    problems = [
+        (_name(p), f"is {p.get_status_display().lower()}, not submitted")
+        for p in locked
+        if p.status != Status.SUBMITTED
+    ]
+    if problems:
+        raise Refused("Nothing was rejected.", problems=problems)
+    totals: defaultdict[str, int] = defaultdict(int)
+    for p in locked:
+        services.reject_proposal(p, acting_user=acting_user, reason=reason)
+        totals[p.currency] += p.total_cents
+    record(
+        "outage.batch_rejected",
+        outage,
+        actor=acting_user,
+        after={"proposals": ids, "count": len(ids), "totals": dict(sorted(totals.items()))},
+        reason=reason.strip(),
+    )
+    return locked

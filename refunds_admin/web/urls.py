@@ -63,6 +63,11 @@ urlpatterns = [
         name="outage_prepare_progress",
     ),
     path("outages/<int:pk>/review/", outages.outage_review, name="outage_review"),
+    path(
+        "outages/<int:pk>/review/reject/",
+        outages.outage_review_reject,
+        name="outage_review_reject",
+    ),
     path("outages/<int:pk>/posting/", outages.outage_posting, name="outage_posting"),
     path("outages/<int:pk>/report/", outages.outage_report, name="outage_report"),
     path("outages/<int:pk>/report.csv", outages.outage_report_csv, name="outage_report_csv"),

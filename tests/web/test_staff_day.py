@@ -116,3 +116,103 @@ def test_the_stored_snapshot_downloads_byte_for_byte_from_its_page(client, suppo
         client.get(reverse("snapshot_document", args=[snapshot.tournament_id, 2])).status_code
         == 404
     )
+
+
+# --- Major 2: batch actions ask first, name the amount, reject on the batch page -------------
+
+
+def _form(page, form_id):
+    start = page.index(f'id="{form_id}"')
+    return page[page.rindex("<form", 0, start) : page.index("</form>", start)]
+
+
+@pytest.mark.django_db
+def test_the_outage_page_asks_before_each_batch_decision(client, support, manager):
+    from tests.factories import outage
+
+    recorded = outage(support)
+    client.force_login(manager)
+    page = client.get(reverse("outage_detail", args=[recorded.pk])).content.decode()
+    declare = _form(page, "not-resumable-form")
+    assert 'data-confirm="Declare the 3 tournaments still open in outage' in declare
+    assert "Declare 3 tournaments not resumable" in declare
+    site_wide = _form(page, "site-wide-form")
+    assert 'data-confirm="Confirm that site-wide issues impaired play throughout' in site_wide
+    assert "3 tournaments" in site_wide
+    client.force_login(support)
+    page = client.get(reverse("outage_detail", args=[recorded.pk])).content.decode()
+    assert 'data-confirm="Mark play resumed on the ticked tournaments?' in _form(
+        page, "resumed-form"
+    )
+    assert 'data-confirm="Cancel the 3 tournaments still open' in _form(page, "cancel-rest")
+
+
+@pytest.mark.django_db
+def test_the_batch_review_names_the_amount_and_asks_before_approving(client, support, manager):
+    from refunds_admin.payouts.money import display
+    from refunds_admin.proposals.models import PayoutProposal
+    from tests.factories import prepared_outage
+
+    prepared = prepared_outage(support)
+    total = sum(PayoutProposal.objects.values_list("total_cents", flat=True))
+    amount = display(total, "USD", symbol=False)
+    client.force_login(manager)
+    page = client.get(reverse("outage_review", args=[prepared.pk])).content.decode()
+    approve = _form(page, "approve-batch-form")
+    assert f"Approve all 3 proposals · {amount}</button>" in approve
+    assert f"3 proposals of outage {prepared.pk}, {amount} in all?" in approve
+    reject = _form(page, "reject-batch-form")
+    assert f"Reject 3 proposals · {amount}</button>" in reject
+    assert "data-confirm=" in reject
+
+
+@pytest.mark.django_db
+def test_a_manager_rejects_the_batch_on_the_review_page(client, support, manager):
+    from refunds_admin.audit.models import AuditEvent
+    from refunds_admin.proposals.models import PayoutProposal
+    from tests.factories import prepared_outage
+
+    prepared = prepared_outage(support)
+    ids = list(PayoutProposal.objects.values_list("pk", flat=True))
+    client.force_login(manager)
+    url = reverse("outage_review_reject", args=[prepared.pk])
+    refused = client.post(url, {"proposal": ids, "reason": ""}, follow=True)
+    assert "Give the reason for rejecting" in refused.content.decode()
+    assert set(PayoutProposal.objects.values_list("status", flat=True)) == {"submitted"}
+    done = client.post(url, {"proposal": ids, "reason": "Wrong failure time"}, follow=True)
+    assert "Rejected 3 proposals" in done.content.decode()
+    assert set(PayoutProposal.objects.values_list("status", flat=True)) == {"rejected"}
+    assert PayoutProposal.objects.filter(rejection_reason="Wrong failure time").count() == 3
+    event = AuditEvent.objects.get(action="outage.batch_rejected")
+    assert event.reason == "Wrong failure time"
+    # Four eyes: a manager may not reject a batch they prepared; nothing is rejected.
+    again = prepared_outage(manager, external_ids=("OUT-7", "OUT-8"))
+    mine = list(PayoutProposal.objects.filter(status="submitted").values_list("pk", flat=True))
+    page = client.post(
+        reverse("outage_review_reject", args=[again.pk]),
+        {"proposal": mine, "reason": "x"},
+        follow=True,
+    ).content.decode()
+    assert "another manager must decide" in page and "Nothing was rejected" in page
+    assert PayoutProposal.objects.filter(pk__in=mine, status="submitted").count() == 2
+
+
+# --- Minor 12: the outage page says the prepare is done once it is -------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_outage_page_does_not_say_preparing_after_the_run_is_done(client, support, monkeypatch):
+    from refunds_admin.celery import app
+    from tests.factories import cancelled_outage
+
+    monkeypatch.setitem(app.conf, "task_always_eager", True)  # as without REDIS_URL
+
+    cancelled = cancelled_outage(support)
+    client.force_login(support)
+    # No worker (make run without REDIS_URL): the run finishes in-process as the request
+    # commits, before the page is shown.
+    page = client.post(reverse("outage_prepare", args=[cancelled.pk]), follow=True)
+    body = page.content.decode()
+    assert "Preparing every proposal" not in body
+    assert "Every proposal is prepared" in body
+    assert 'id="prepare-state">Done' in body

@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -27,7 +28,7 @@ from refunds_admin.reports import outages as outage_reports
 from refunds_admin.tournaments.models import Tournament
 
 from ..access import get_outage_for, role_required
-from ..forms import ApproveForm, JustificationForm, ReasonForm
+from ..forms import ApproveForm, JustificationForm, ReasonForm, RejectForm
 from ..outage_forms import AddTournamentForm, OutageForm, OutageResumedForm
 
 CANDIDATES_SHOWN = 500
@@ -286,10 +287,22 @@ def outage_add(request, pk):
 def outage_prepare(request, pk):
     def perform(outage):
         batches.start_prepare(outage, acting_user=request.user)
+        # Without a worker the run has finished already: say so, not "preparing".
+        progress = batches.prepare_progress(outage)
+        if progress is not None and not progress["active"]:
+            done[0] = "Every proposal is prepared: see the result for each tournament below."
 
-    return _act(
-        request, pk, CAN_PREPARE, perform, "Preparing every proposal: follow the progress below."
-    )
+    done = ["Preparing every proposal: follow the progress below."]
+    outage = get_outage_for(request, pk)
+    if not has_role(request.user, CAN_PREPARE):
+        raise PermissionDenied
+    try:
+        perform(outage)
+    except Refused as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done[0])
+    return redirect("outage_detail", pk=pk)
 
 
 @role_required(CAN_READ)
@@ -373,9 +386,48 @@ def outage_review(request, pk):
         "own": own,
         "may_approve": bool(data["approvable"]) and has_role(user, CAN_DECIDE) and not own,
         "approve_form": approve_form,
+        "reject_form": RejectForm(),
+        # Named on the buttons and in their questions: what the click decides.
+        "approvable_amount": " + ".join(
+            display(cents, currency, symbol=False)
+            for currency, cents in data["approvable_totals"].items()
+        ),
         "refused": refused,
     }
     return render(request, "web/outage_review.html", context, status=status)
+
+
+@role_required(CAN_DECIDE)
+@require_POST
+def outage_review_reject(request, pk):
+    """A manager rejects the reviewed proposals (all, or the selection) with one reason."""
+    outage = get_outage_for(request, pk)
+    form = RejectForm(request.POST)
+    ids = [int(x) for x in request.POST.getlist("proposal") if x.isdigit()]
+    try:
+        if not form.is_valid():
+            raise Refused(
+                "Give the reason for rejecting.",
+                problems=[("Reason for rejecting", "required")],
+            )
+        rejected = batches.reject_batch(
+            outage, proposal_ids=ids, reason=form.cleaned_data["reason"], acting_user=request.user
+        )
+    except PermissionDenied as exc:
+        messages.error(request, str(exc))
+        return redirect(request.get_full_path().replace("/reject/", "/"))
+    except Refused as exc:
+        messages.error(request, exc.message)
+        for where, what in exc.problems:
+            messages.error(request, f"{where}: {what}")
+        return redirect(request.get_full_path().replace("/reject/", "/"))
+    count = len(rejected)
+    messages.success(
+        request,
+        f"Rejected {count} proposal{pluralize(count)}: each tournament can be prepared again "
+        "as a new version.",
+    )
+    return redirect("outage_detail", pk=pk)
 
 
 _STATUS_LABELS = dict(PayoutProposal.Status.choices)

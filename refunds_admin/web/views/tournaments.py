@@ -98,7 +98,7 @@ def prize_ranges(snapshot):
     """The prize table as a platform writes it: consecutive places paying the same prize form
     one range ("10–12"), so a 3,000-entry field shows a dozen rows, not one per paid place
     (the stored table has one row per place, for the engine and the lookups)."""
-    ranges = []
+    ranges: list[dict] = []
     rows = snapshot.prize_places.order_by("place").values_list(
         "place", "amount_cents", "non_cash", "description"
     )
