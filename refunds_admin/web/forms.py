@@ -233,9 +233,9 @@ class AuditFilterForm(forms.Form):
 
 class PlayerLookupForm(forms.Form):
     q = forms.CharField(
-        label="Player id, screen name (start) or e-mail",
+        label="Player id, screen name (start), e-mail or amount refunded",
         max_length=254,
-        help_text="Any case: P123, alice (finds Alice99), alice@example.com",
+        help_text="Any case: P123, alice (finds Alice99), alice@example.com, 815.33",
     )
 
 

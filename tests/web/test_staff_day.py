@@ -216,3 +216,60 @@ def test_the_outage_page_does_not_say_preparing_after_the_run_is_done(client, su
     assert "Preparing every proposal" not in body
     assert "Every proposal is prepared" in body
     assert 'id="prepare-state">Done' in body
+
+
+# --- Minor 5 and support's day: player lookup -----------------------------------------------
+
+
+def _re_entry_doc(external_id="UP-REENTRY-1", entries=400):
+    """The Sunday Major failed 10 minutes after its start (rule 1: every entry gets its buy-in
+    and fee back, USD 109.00); player P0001 (entry E0001) busted twice before: E0100, E0101."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.factories import sunday_major_doc
+
+    doc = sunday_major_doc(
+        external_id,
+        entries=entries,
+        active=60,
+        starts_at=timezone.now().replace(microsecond=0) - timedelta(minutes=50),
+    )
+    for e in doc["entries"][100:102]:
+        e["player_id"] = "P0001"
+    return doc
+
+
+@pytest.mark.django_db
+def test_player_lookup_says_when_the_list_was_cut(client, support):
+    from tests.factories import import_doc
+
+    import_doc(support, _re_entry_doc(entries=120))  # screen names shark0000 ... shark0119
+    client.force_login(support)
+    page = client.get(reverse("player_lookup"), {"q": "shark"}).content.decode()
+    assert "The first 50 players found" in page
+    assert "More players match than the 50 listed: refine the search" in page
+    page = client.get(reverse("player_lookup"), {"q": "shark001"}).content.decode()
+    assert "10 players found" in page and "refine the search" not in page
+
+
+@pytest.mark.django_db
+def test_support_finds_a_player_by_the_amount_they_quote_and_one_total_over_re_entries(
+    client, support
+):
+    from tests.factories import draft_proposal
+
+    draft_proposal(support, doc=_re_entry_doc())
+    client.force_login(support)
+    # Every entry got USD 109.00: 399 players found by one entry's amount, the list cut.
+    page = client.get(reverse("player_lookup"), {"q": "109.00"}).content.decode()
+    assert "The first 50 players found refunded 109.00" in page
+    # P0001 quotes the sum of their three entries: the one player refunded that in total.
+    page = client.get(reverse("player_lookup"), {"q": "$327.00"}).content.decode()
+    assert "<h2>Player P0001</h2>" in page
+    total = page[page.index('class="player-total"') :]
+    assert "total for P0001 over 3 entries" in total and "USD 327.00" in total
+    assert "No player was refunded exactly USD" not in page
+    none = client.get(reverse("player_lookup"), {"q": "12.34"}).content.decode()
+    assert "0 players found" in none and "No player was refunded exactly 12.34" in none
