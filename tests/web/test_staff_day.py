@@ -273,3 +273,30 @@ def test_support_finds_a_player_by_the_amount_they_quote_and_one_total_over_re_e
     assert "No player was refunded exactly USD" not in page
     none = client.get(reverse("player_lookup"), {"q": "12.34"}).content.decode()
     assert "0 players found" in none and "No player was refunded exactly 12.34" in none
+
+
+# --- Minor 6: the incident form offers only tournaments it accepts --------------------------
+
+
+@pytest.mark.django_db
+def test_the_incident_form_leaves_out_frozen_tournaments_and_those_with_an_incident(
+    client, support, manager
+):
+    from tests.factories import approved_proposal, import_doc, open_incident
+
+    free = import_doc(support, external_id="FREE-1").tournament
+    busy = open_incident(support, external_id="BUSY-1").tournament
+    frozen = approved_proposal(support, manager, external_id="FROZEN-1").incident.tournament
+    client.force_login(support)
+    page = client.get(reverse("incident_new")).content.decode()
+    select = page[
+        page.index('name="tournament"') : page.index("</select>", page.index('name="tournament"'))
+    ]
+    assert f'value="{free.pk}"' in select
+    assert f'value="{busy.pk}"' not in select and f'value="{frozen.pk}"' not in select
+    assert "are not listed" in page
+    # The live preview names no rule for a frozen tournament.
+    preview = client.get(
+        reverse("incident_preview"), {"tournament": frozen.pk, "failed_at": "2026-11-29T21:14"}
+    ).content.decode()
+    assert "Rule " not in preview

@@ -24,6 +24,7 @@ from ..forms import (
     ReasonForm,
     RestartAttemptForm,
     ResumedForm,
+    incident_candidates,
 )
 
 
@@ -59,7 +60,7 @@ def incident_new(request):
         tournament = None
         if request.GET.get("tournament", "").isdigit():
             initial["tournament"] = request.GET["tournament"]
-            tournament = Tournament.objects.filter(pk=request.GET["tournament"]).first()
+            tournament = incident_candidates().filter(pk=request.GET["tournament"]).first()
         form = IncidentForm(initial=initial)
         # Pre-filled: the preview shows the rule at once, not only after the first keystroke.
         preview = _preview(tournament, failed_at)
