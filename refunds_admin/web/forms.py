@@ -126,7 +126,9 @@ class IncidentForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["tournament"].queryset = incident_candidates()
+        field = self.fields["tournament"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = incident_candidates()
 
     failed_at = local_datetime_field("Play failed at")
     cause = forms.ChoiceField(label="Cause", choices=Incident.Cause.choices)
