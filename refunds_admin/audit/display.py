@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from refunds_admin.payouts.labels import rule_label
 from refunds_admin.payouts.labels import rule_name as _rule
-from refunds_admin.payouts.money import display
+from refunds_admin.payouts.money import display, format_cents
 
 
 def when(value):
@@ -292,6 +292,29 @@ SHORTENED_KEYS = {"fingerprint", "sha256"}
 _ABSENT = object()
 
 
+def for_export(data, currency=""):
+    """An event's before/after for the audit CSV: money as an amount with its currency
+    ("USD 1012.00", the key without "_cents"), never raw cents; everything else as it is.
+    Per-currency totals ({"USD": 101200}) become {"USD": "USD 1012.00"}."""
+    if not isinstance(data, dict):
+        return data
+    currency = data.get("currency") or currency
+    out = {}
+    for key, value in data.items():
+        is_int = isinstance(value, int) and not isinstance(value, bool)
+        if is_int and (key in MONEY_KEYS or key.endswith("_cents")):
+            out[key.removesuffix("_cents")] = f"{currency} {format_cents(value)}".strip()
+        elif key == "totals" and isinstance(value, dict):
+            out[key] = {
+                c: f"{c} {format_cents(v)}" if isinstance(v, int) else v for c, v in value.items()
+            }
+        elif isinstance(value, dict):
+            out[key] = for_export(value, currency)
+        else:
+            out[key] = value
+    return out
+
+
 def _value(key, value, currency):
     if value is None:
         return "—"
@@ -364,7 +387,7 @@ def _totals(after):
 SENTENCES.update(
     {
         "outage.recorded": lambda e, b, a: (
-            f"{e.actor_name} recorded outage {e.object_id}: failed at {a.get('failed_at')} "
+            f"{e.actor_name} recorded outage {e.object_id}: failed at {when(a.get('failed_at'))} "
             f"({a.get('cause')}), {_tournaments(a)}"
         ),
         "incident.joined_outage": lambda e, b, a: (
@@ -375,7 +398,7 @@ SENTENCES.update(
             f"{e.actor_name} added tournament {a.get('tournament')} to outage {e.object_id}"
         ),
         "outage.resumed_marked": lambda e, b, a: (
-            f"{e.actor_name} marked play resumed at {a.get('resumed_at')} on {_tournaments(a)} "
+            f"{e.actor_name} marked play resumed at {when(a.get('resumed_at'))} on {_tournaments(a)} "
             f"of outage {e.object_id}: no payout for them"
         ),
         "outage.rest_not_resumable": lambda e, b, a: (

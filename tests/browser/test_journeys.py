@@ -159,7 +159,11 @@ def test_it_lets_an_auditor_find_replay_and_export_an_incident(
     page.click("button:has-text('Search')")
     page.wait_for_selector("#events >> text=approved")
     page.click("#events tr:has-text('proposal.approved') >> button:has-text('Replay')")
-    page.wait_for_selector("#replay >> text=Fingerprint matches.")
+    # The result opens right under the row replayed, naming the proposal.
+    beside = page.locator("#events tr:has-text('proposal.approved') + tr.replay-row")
+    expect(beside).to_contain_text(
+        f"Proposal {proposal.pk} (UP-AUDIT-1 v{proposal.version}): fingerprint matches."
+    )
     shot(page, "audit")
     with page.expect_download() as download:
         page.click("text=Export CSV")

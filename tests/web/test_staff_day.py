@@ -300,3 +300,39 @@ def test_the_incident_form_leaves_out_frozen_tournaments_and_those_with_an_incid
         reverse("incident_preview"), {"tournament": frozen.pk, "failed_at": "2026-11-29T21:14"}
     ).content.decode()
     assert "Rule " not in preview
+
+
+# --- Auditor: the audit CSV's money; minor 4: replay beside its row ----------------------
+
+
+@pytest.mark.django_db
+def test_the_audit_csv_gives_money_as_amounts_with_their_currency(client, world, auditor):
+    import csv
+    import io
+    import json
+
+    client.force_login(auditor)
+    response = client.get(reverse("audit_export"), {"tournament": "UP-TEST-1"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    prepared = next(r for r in rows if r["action"] == "proposal.prepared")
+    after = json.loads(prepared["after"])
+    total = world["proposal"].total_cents
+    assert after["total"] == f"USD {total // 100}.{total % 100:02d}"
+    assert str(total) not in prepared["after"]
+    imported = json.loads(next(r for r in rows if r["action"] == "snapshot.imported")["after"])
+    assert not [k for k in imported if k.endswith("_cents")]
+
+
+@pytest.mark.django_db
+def test_a_replay_from_the_audit_history_opens_under_its_row_naming_the_proposal(
+    client, world, auditor
+):
+    proposal = world["proposal"]
+    client.force_login(auditor)
+    page = client.get(reverse("audit")).content.decode()
+    assert 'hx-target="closest tr" hx-swap="afterend"' in page
+    result = client.post(
+        reverse("proposal_replay", args=[proposal.pk]) + "?beside=row", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert result.lstrip().startswith('<tr class="replay-row"><td colspan="6">')
+    assert f"Proposal {proposal.pk} (UP-TEST-1 v{proposal.version}): fingerprint matches." in result

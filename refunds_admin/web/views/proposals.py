@@ -424,7 +424,8 @@ def proposal_replay(request, pk):
     result = proposal_services.replay_proposal(proposal)
     template = "web/proposal_replay.html"
     if request.htmx:
-        template += "#replay"
+        # From a row of the audit history: the result opens under that row, in view.
+        template += "#replay_row" if request.GET.get("beside") == "row" else "#replay"
     return render(request, template, {"proposal": proposal, "result": result})
 
 
