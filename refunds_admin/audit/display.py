@@ -299,7 +299,7 @@ def for_export(data, currency=""):
     if not isinstance(data, dict):
         return data
     currency = data.get("currency") or currency
-    out = {}
+    out: dict[str, object] = {}
     for key, value in data.items():
         is_int = isinstance(value, int) and not isinstance(value, bool)
         if is_int and (key in MONEY_KEYS or key.endswith("_cents")):
