@@ -303,6 +303,8 @@ _REVIEW_FIELDS = (
     "incident__tournament__external_id", "incident__tournament__name",
     "incident__tournament__current_snapshot_id",
     "prepared_by__username", "submitted_by__username",
+    # The facts a manager decides on, per tournament: time into play, why cancelled.
+    "incident__tournament__starts_at", "incident__cancelled_because", "incident__cancel_reason",
 )  # fmt: skip
 
 

@@ -336,3 +336,49 @@ def test_a_replay_from_the_audit_history_opens_under_its_row_naming_the_proposal
     ).content.decode()
     assert result.lstrip().startswith('<tr class="replay-row"><td colspan="6">')
     assert f"Proposal {proposal.pk} (UP-TEST-1 v{proposal.version}): fingerprint matches." in result
+
+
+# --- Manager: per-tournament facts on the batch review; auditor: approver on the report ----
+
+
+@pytest.mark.django_db
+def test_the_batch_review_gives_each_tournaments_facts(client, support, manager):
+    from tests.factories import prepared_outage
+
+    prepared = prepared_outage(support)
+    client.force_login(manager)
+    page = client.get(reverse("outage_review", args=[prepared.pk])).content.decode()
+    # Standard tournaments start 2 hours before now and failed 40 minutes ago: 1 h 20 min in.
+    assert page.count("failed 1 h 20 min after the start · cancelled: not resumed within 30") == 3
+
+
+@pytest.mark.django_db
+def test_the_outage_report_names_the_approver(client, support, manager, auditor):
+    import csv
+    import io
+
+    from tests.factories import approve_outage, prepared_outage
+
+    prepared = prepared_outage(support)
+    approve_outage(prepared, manager)
+    client.force_login(auditor)
+    page = client.get(reverse("outage_report", args=[prepared.pk])).content.decode()
+    assert f'<dd id="approvers">{manager.username}</dd>' in page
+    assert page.count(f"<small>by {manager.username}</small>") == 3
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                client.get(reverse("outage_report_csv", args=[prepared.pk])).content.decode()
+            )
+        )
+    )
+    assert {r["approved_by"] for r in rows} == {manager.username}
+
+
+def test_one_duration_format_everywhere():
+    from refunds_admin.incidents.services import elapsed_in_words
+    from refunds_admin.web.templatetags.outages import duration
+
+    assert duration(5 * 60 + 30) == elapsed_in_words(330) == "5 min 30 s"
+    assert duration(3600 + 5 * 60) == "1 h 5 min"  # was "1 h 05 min"
+    assert elapsed_in_words(8) == "8 s"

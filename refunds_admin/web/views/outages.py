@@ -26,6 +26,7 @@ from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.reports import outages as outage_reports
 from refunds_admin.tournaments.models import Tournament
+from refunds_admin.web.templatetags.staff import elapsed_words
 
 from ..access import get_outage_for, role_required
 from ..forms import ApproveForm, JustificationForm, ReasonForm, RejectForm
@@ -456,6 +457,11 @@ def _review_display(rows):
                 "total": display(p.total_cents, p.currency, symbol=False),
                 "warnings": p.warnings,
                 "stale": row["stale"],
+                "since_start": elapsed_words(
+                    (p.incident.failed_at - row["tournament"].starts_at).total_seconds()
+                ),
+                "why_cancelled": p.incident.get_cancelled_because_display(),
+                "cancel_reason": p.incident.cancel_reason,
                 "prepared_by": p.prepared_by.username,
                 "submitted_by": p.submitted_by.username if p.submitted_by_id else "—",
             }
@@ -505,6 +511,7 @@ REPORT_HEADER = (
     "cancelled_at",
     "approved_at",
     "posted_at",
+    "approved_by",
 )
 
 
@@ -537,6 +544,7 @@ def outage_report_csv(request, pk):
                 _iso(row["cancelled_at"]),
                 _iso(row["approved_at"]),
                 _iso(row["posted_at"]),
+                row["approved_by"],
             ]
         )
     return response
