@@ -104,7 +104,7 @@ def test_the_stored_snapshot_downloads_byte_for_byte_from_its_page(client, suppo
     client.force_login(auditor)
     page = client.get(reverse("tournament_detail", args=[snapshot.tournament_id])).content.decode()
     url = reverse("snapshot_document", args=[snapshot.tournament_id, 1])
-    assert f'href="{url}"' in page
+    assert f'href="{url}" class="snapshot-download" download>Download JSON</a>' in page
     response = client.get(url)
     assert response.status_code == 200
     assert response["Content-Disposition"] == 'attachment; filename="UP-DOC-1-v1.json"'
