@@ -223,6 +223,7 @@ class LineFilterForm(forms.Form):
         label="Show",
         required=False,
         choices=[
+            ("paid", "Entries paid"),
             ("", "All entries"),
             ("active", "Active"),
             ("eliminated", "Eliminated"),

@@ -143,7 +143,9 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
                 Q(position__in=list(by_id.values_list("position", flat=True)))
                 | Q(screen_lower__startswith=q.lower())
             )
-    if show in ("active", "eliminated"):
+    if show == "paid":
+        qs = qs.filter(total_cents__gt=0)
+    elif show in ("active", "eliminated"):
         qs = qs.filter(status=show)
     elif show == "capped":
         qs = qs.filter(capped=True)

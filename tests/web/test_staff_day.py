@@ -382,3 +382,29 @@ def test_one_duration_format_everywhere():
     assert duration(5 * 60 + 30) == elapsed_in_words(330) == "5 min 30 s"
     assert duration(3600 + 5 * 60) == "1 h 5 min"  # was "1 h 05 min"
     assert elapsed_in_words(8) == "8 s"
+
+
+# --- Minor 10: the breakdown opens on the entries being paid, largest first ----------------
+
+
+@pytest.mark.django_db
+def test_the_breakdown_opens_on_the_entries_paid_largest_first(client, world, auditor):
+    from refunds_admin.proposals.models import PayoutLine
+
+    proposal = world["proposal"]
+    client.force_login(auditor)
+    url = reverse("proposal_detail", args=[proposal.pk])
+    page = client.get(url).content.decode()
+    lines = page[page.index('id="lines"') :]
+    shown = re.findall(r"<td>(e\d{3})</td>", lines)
+    paid = list(
+        PayoutLine.objects.filter(proposal=proposal, total_cents__gt=0)
+        .order_by("-total_cents", "-position")
+        .values_list("entry_id", flat=True)
+    )
+    assert shown == paid and len(paid) < proposal.lines_count  # no USD 0.00 rows
+    assert '<option value="paid" selected>Entries paid</option>' in page
+    assert 'href="?show=" id="all-entries"' in page
+    everything = client.get(url, {"show": ""}).content.decode()
+    everything = everything[everything.index('id="lines"') :]
+    assert re.findall(r"<td>(e\d{3})</td>", everything)[:3] == ["e000", "e001", "e002"]

@@ -27,8 +27,19 @@ Status = PayoutProposal.Status
 POSTING_STATES = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
 
 
+# The breakdown opens on the entries being paid, largest first: most entries of a big field
+# get nothing, and a first screen of USD 0.00 rows answers no one. "All entries" (show=) is
+# one click away.
+OPENING_VIEW = {"show": "paid", "sort": "total"}
+
+
 def _lines_context(request, proposal):
-    form = LineFilterForm(request.GET)
+    params = request.GET.copy()
+    if "show" not in params and not any(
+        params.get(k) for k in ("q", "sort", "after", "before", "last")
+    ):
+        params.update(OPENING_VIEW)
+    form = LineFilterForm(params)
     form.is_valid()
     data = form.cleaned_data
     sort = data.get("sort") or "position"
@@ -37,19 +48,19 @@ def _lines_context(request, proposal):
         queries.proposal_lines(proposal, q=data.get("q", ""), show=data.get("show", "")),
         field=field,
         descending=descending,
-        after=request.GET.get("after"),
-        before=request.GET.get("before"),
-        last=request.GET.get("last") == "1",
+        after=params.get("after"),
+        before=params.get("before"),
+        last=params.get("last") == "1",
     )
     # The filter as query-string parameters, for the pager links.
-    keep = urlencode({k: request.GET[k] for k in ("q", "show", "sort") if request.GET.get(k)})
-    filtered = bool(data.get("q") or data.get("show"))
+    keep = urlencode({k: params[k] for k in ("q", "show", "sort") if params.get(k)})
+    filtered = bool(data.get("q") or data.get("show") not in ("", "paid"))
     # Column headers sort; a second click on the sorted column reverses it.
     sort_links, sort_aria = {}, {}
     for column in ("position", "chips", "total"):
         target = f"-{column}" if sort == column else column
         sort_links[column] = urlencode(
-            {k: request.GET[k] for k in ("q", "show") if request.GET.get(k)} | {"sort": target}
+            {k: params[k] for k in ("q", "show") if params.get(k)} | {"sort": target}
         )
         if sort.lstrip("-") == column:
             sort_aria[column] = "descending" if descending else "ascending"
