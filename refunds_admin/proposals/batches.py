@@ -34,7 +34,7 @@ from refunds_admin.outages.services import incidents_of
 from refunds_admin.tournaments.models import Tournament
 
 from . import services
-from .models import OutagePrepareResult, OutagePrepareRun, PayoutProposal
+from .models import NOT_LIVE, OutagePrepareResult, OutagePrepareRun, PayoutProposal
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def live_proposals(outage):
     """The live (not rejected) proposal of each tournament of the outage, by tournament id."""
     return (
         PayoutProposal.objects.filter(incident__outage_membership__outage=outage)
-        .exclude(status=Status.REJECTED)
+        .exclude(status__in=NOT_LIVE)
         .select_related("incident__tournament", "prepared_by", "submitted_by", "approved_by")
         .order_by("incident__tournament__external_id", "pk")
     )
@@ -135,7 +135,7 @@ def _prepare_one(incident, user):
         return Outcome.SKIPPED, None, f"Not cancelled ({word}): nothing to prepare.", []
     live = (
         PayoutProposal.objects.filter(incident=incident)
-        .exclude(status=Status.REJECTED)
+        .exclude(status__in=NOT_LIVE)
         .select_related("incident__tournament")
         .first()
     )
@@ -313,7 +313,7 @@ def review(outage, only=None):
     with the totals per currency and the outage fingerprint over the approvable ones."""
     proposals = (
         PayoutProposal.objects.filter(incident__outage_membership__outage=outage)
-        .exclude(status=Status.REJECTED)
+        .exclude(status__in=NOT_LIVE)
         .select_related("incident__tournament", "prepared_by", "submitted_by")
         .only(*_REVIEW_FIELDS)
         .order_by("incident__tournament__external_id", "pk")

@@ -18,7 +18,7 @@ from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.services import rule_sentence
 from refunds_admin.payouts.money import to_cents
 from refunds_admin.proposals.figures import from_lines as figures_from_lines
-from refunds_admin.proposals.models import PayoutLine, PayoutProposal
+from refunds_admin.proposals.models import NOT_LIVE, PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry
 from refunds_admin.tournaments.services import engine_snapshot
 
@@ -378,7 +378,7 @@ def players_paid(amount_cents):
     entry, or in total over their entries in a tournament (re-entries)."""
     from django.db.models import Sum
 
-    live = PayoutProposal.objects.exclude(status=PayoutProposal.Status.REJECTED).values("pk")
+    live = PayoutProposal.objects.exclude(status__in=NOT_LIVE).values("pk")
     lines = PayoutLine.objects.filter(proposal_id__in=live)
     by_entry = set(
         lines.filter(total_cents=amount_cents)
@@ -501,7 +501,7 @@ def player_tournaments(player_id):
     proposals: dict[int, PayoutProposal] = {}
     for proposal in (
         PayoutProposal.objects.filter(incident__tournament_id__in=list(tournaments))
-        .exclude(status=Status.REJECTED)
+        .exclude(status__in=NOT_LIVE)
         .select_related("incident")
         .order_by("incident__tournament_id", "-id")
     ):

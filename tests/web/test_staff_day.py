@@ -408,3 +408,29 @@ def test_the_breakdown_opens_on_the_entries_paid_largest_first(client, world, au
     everything = client.get(url, {"show": ""}).content.decode()
     everything = everything[everything.index('id="lines"') :]
     assert re.findall(r"<td>(e\d{3})</td>", everything)[:3] == ["e000", "e001", "e002"]
+
+
+# --- Minor 8 / manager: preparing again keeps the versions and shows the difference ----------
+
+
+@pytest.mark.django_db
+def test_preparing_again_keeps_the_version_and_shows_what_changed(client, support, manager):
+    from refunds_admin.incidents import services as incidents
+    from refunds_admin.proposals import services as proposals
+    from tests.factories import draft_proposal
+
+    first = draft_proposal(support, external_id="UP-AGAIN-1")
+    incident = first.incident
+    incidents.confirm_site_wide_issue(incident, justification="DDoS", acting_user=manager)
+    again = proposals.prepare_proposal(incident, acting_user=support)
+    assert again.version == 2
+    client.force_login(manager)
+    page = client.get(reverse("proposal_detail", args=[again.pk])).content.decode()
+    changes = page[page.index('id="decision-changes"') :]
+    url = reverse("proposal_detail", args=[first.pk])
+    assert f'Since <a href="{url}">version 1</a>' in changes
+    assert "no previous version" not in changes
+    assert "rule Rule 2: not yet in the money → Rule 1: full refund" in changes
+    assert "version 1 was replaced when this one was prepared" in changes
+    old = client.get(url).content.decode()
+    assert "Replaced by a newer version" in old

@@ -10,7 +10,7 @@ from refunds_admin.accounts.services import set_time_zone
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
-from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.proposals.models import NOT_LIVE, PayoutProposal
 
 from ..access import role_required
 from ..posting import progress_of
@@ -69,9 +69,7 @@ def dashboard(request):
         )
         # My incidents that need me: still open (resume or cancel), or cancelled with no live
         # proposal yet (prepare one, again after a rejection).
-        live = PayoutProposal.objects.filter(incident=OuterRef("pk")).exclude(
-            status=PayoutProposal.Status.REJECTED
-        )
+        live = PayoutProposal.objects.filter(incident=OuterRef("pk")).exclude(status__in=NOT_LIVE)
         waiting_on_me = list(
             Incident.objects.filter(recorded_by=request.user)
             .filter(

@@ -13,7 +13,7 @@ from refunds_admin.incidents.models import Incident
 from refunds_admin.payouts import FULL_REFUND
 from refunds_admin.payouts.labels import rule_label
 from refunds_admin.proposals import services as proposal_services
-from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.proposals.models import NOT_LIVE, PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
 from .. import queries
@@ -148,7 +148,7 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
     attempts = list(incident.restart_attempts.select_related("recorded_by"))
     user = request.user
     is_open = incident.status == Incident.Status.OPEN
-    live = next((p for p in proposals if p.status != PayoutProposal.Status.REJECTED), None)
+    live = next((p for p in proposals if p.status not in NOT_LIVE), None)
     now = timezone.now()
     at_recording = queries.snapshot_at_recording(incident)
     current = incident.tournament.current_snapshot
