@@ -537,3 +537,15 @@ def reject_batch(outage, *, proposal_ids, reason, acting_user):
         reason=reason.strip(),
     )
     return locked
+
+
+def replay_outage(outage):
+    """Recompute every proposal of the outage (each version) from its stored snapshot: one
+    (proposal, ReplayResult) per proposal, for the auditor's page (`manage.py replay_outage`
+    also checks the batch approvals' outage fingerprints)."""
+    proposals = (
+        PayoutProposal.objects.filter(incident__outage_membership__outage=outage)
+        .select_related("snapshot", "incident__tournament")
+        .order_by("incident__tournament__external_id", "version")
+    )
+    return [(p, services.replay_proposal(p)) for p in proposals.iterator(chunk_size=100)]

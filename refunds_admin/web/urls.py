@@ -70,6 +70,7 @@ urlpatterns = [
     ),
     path("outages/<int:pk>/posting/", outages.outage_posting, name="outage_posting"),
     path("outages/<int:pk>/report/", outages.outage_report, name="outage_report"),
+    path("outages/<int:pk>/replay/", outages.outage_replay, name="outage_replay"),
     path("outages/<int:pk>/report.csv", outages.outage_report_csv, name="outage_report_csv"),
     # Proposals, approval, posting
     path("proposals/<int:pk>/", proposals.proposal_detail, name="proposal_detail"),

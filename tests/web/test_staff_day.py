@@ -434,3 +434,20 @@ def test_preparing_again_keeps_the_version_and_shows_what_changed(client, suppor
     assert "version 1 was replaced when this one was prepared" in changes
     old = client.get(url).content.decode()
     assert "Replaced by a newer version" in old
+
+
+# --- Auditor: outage replay in the browser --------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_auditor_replays_an_outage_from_its_report(client, support, auditor):
+    from tests.factories import prepared_outage
+
+    prepared = prepared_outage(support)
+    client.force_login(auditor)
+    report = client.get(reverse("outage_report", args=[prepared.pk])).content.decode()
+    assert f'action="{reverse("outage_replay", args=[prepared.pk])}"' in report
+    page = client.post(reverse("outage_replay", args=[prepared.pk])).content.decode()
+    assert f"All 3 proposals of outage {prepared.pk} recompute exactly" in page
+    assert page.count('<span class="badge approved">matches</span>') == 3
+    assert client.get(reverse("outage_replay", args=[prepared.pk])).status_code == 405

@@ -488,6 +488,23 @@ def outage_posting(request, pk):
 
 
 @role_required(CAN_READ)
+@require_POST
+def outage_replay(request, pk):
+    """The auditor's check in the browser: every proposal of the outage recomputed from its
+    stored snapshot, each fingerprint compared (read-only; POST because it costs a full
+    computation per proposal)."""
+    outage = get_outage_for(request, pk)
+    results = batches.replay_outage(outage)
+    mismatched = [p for p, r in results if not r.matches]
+    return render(
+        request,
+        "web/outage_replay.html",
+        {"outage": outage, "results": results, "mismatched": mismatched},
+        status=200,
+    )
+
+
+@role_required(CAN_READ)
 def outage_report(request, pk):
     outage = get_outage_for(request, pk)
     return render(
