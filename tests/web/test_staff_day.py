@@ -451,3 +451,21 @@ def test_an_auditor_replays_an_outage_from_its_report(client, support, auditor):
     assert f"All 3 proposals of outage {prepared.pk} recompute exactly" in page
     assert page.count('<span class="badge approved">matches</span>') == 3
     assert client.get(reverse("outage_replay", args=[prepared.pk])).status_code == 405
+
+
+# --- Manager: a note when a non-cash prize was counted at its cash value -------------------
+
+
+@pytest.mark.django_db
+def test_the_approver_is_told_a_non_cash_prize_counted_at_its_cash_value(client, support, manager):
+    from tests.factories import submitted_proposal
+
+    doc = _major_with_ranges("UP-NONCASH-1")  # place 41: a Main event ticket, USD 120.00
+    proposal = submitted_proposal(support, doc=doc)
+    assert proposal.rule != "full_refund"
+    client.force_login(manager)
+    for name in ("proposal_detail", "proposal_approval"):
+        page = client.get(reverse(name, args=[proposal.pk])).content.decode()
+        assert "Counted at their cash value: place 41 (Main event ticket) at USD 120.00" in page, (
+            name
+        )

@@ -22,6 +22,7 @@ from ..access import device_required, get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..posting import progress_of
+from .tournaments import prize_ranges
 
 Status = PayoutProposal.Status
 POSTING_STATES = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
@@ -134,6 +135,13 @@ def _decision_context(proposal):
         "attempts": list(incident.restart_attempts.select_related("recorded_by")),
         "snapshot_reimported": reimported,
         "snapshot_at_recording": at_recording,
+        # A package or a ticket in the prize table is counted at its stated cash value: the
+        # approver is told, place by place (full refund pays no prize, so there is nothing to say).
+        "non_cash_prizes": (
+            [r for r in prize_ranges(proposal.snapshot) if r["non_cash"]]
+            if proposal.rule != "full_refund"
+            else []
+        ),
         "snapshot_changes": (
             queries.snapshot_changes(at_recording, proposal.snapshot, with_entries=False)
             if reimported
