@@ -171,8 +171,6 @@ def _facts(p: PayoutProposal) -> dict[str, str | int]:
 # --------------------------------------------------------------------------------------------
 
 
-@transaction.atomic
-@paused_gc()  # 100k lines of small objects and no cycles (see tournaments.services)
 def _supersede(live: PayoutProposal, *, acting_user: User, tournament: Tournament) -> None:
     """Prepared again: the live draft (or submission) is kept, superseded, with its lines, so
     that the new version's "What changed" compares with it and the history shows both."""
@@ -191,6 +189,8 @@ def _supersede(live: PayoutProposal, *, acting_user: User, tournament: Tournamen
     )
 
 
+@transaction.atomic
+@paused_gc()  # 100k lines of small objects and no cycles (see tournaments.services)
 def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal:
     """Compute the proposal for a cancelled incident from the tournament's current snapshot and
     store it as a draft: a new version, superseding a live draft or submitted one (kept, to
