@@ -151,7 +151,11 @@ def _prepare_one(incident, user):
             live = services.submit_proposal(live, acting_user=user)
     except Refused as exc:
         return Outcome.REFUSED, None, exc.message, [[w, m] for w, m in exc.problems]
-    message = "Prepared again: " + "; ".join(stale) if stale else "Prepared and submitted."
+    message = (
+        "Prepared again: " + "; ".join(stale)
+        if stale
+        else f"Version {live.version} is waiting for a manager's approval."
+    )
     return Outcome.PREPARED, live, message, []
 
 

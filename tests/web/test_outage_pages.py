@@ -260,3 +260,4 @@ def test_the_prepare_progress_reloads_the_page_once_the_run_finished(client, sup
     partial = client.get(f"/outages/{o.pk}/prepare/progress/", headers={"HX-Request": "true"})
     assert partial["HX-Refresh"] == "true"
     assert "Prepared and submitted" in partial.content.decode()
+    assert "Prepared and submitted Prepared and submitted" not in partial.content.decode()

@@ -469,3 +469,25 @@ def test_the_approver_is_told_a_non_cash_prize_counted_at_its_cash_value(client,
         assert "Counted at their cash value: place 41 (Main event ticket) at USD 120.00" in page, (
             name
         )
+
+
+# --- Minor 9: one vocabulary, plural rules and field labels ---------------------------------
+
+
+@pytest.mark.django_db
+def test_outage_refusals_name_fields_by_their_labels(client, support):
+    from tests.factories import outage
+
+    recorded = outage(support)
+    client.force_login(support)
+    page = client.post(
+        reverse("outage_resumed", args=[recorded.pk]), {"resumed_at": "not a time"}, follow=True
+    ).content.decode()
+    assert (
+        "resumed_at"
+        not in page.split("<main", 1)[1].split("</form>", 1)[0].split('class="messages"')[-1][:2000]
+    )
+    assert "- " not in re.sub(
+        r"<[^>]+>", "", page[page.index('class="messages"') :].split("</div>")[0]
+    )
+    assert "Play resumed at: " in page

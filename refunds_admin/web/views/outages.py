@@ -190,15 +190,26 @@ def _act(request, pk, roles, perform, done):
     try:
         perform(outage)
     except Refused as exc:
-        messages.error(request, str(exc))
+        _refused_messages(request, exc)
     else:
         messages.success(request, done)
     return redirect("outage_detail", pk=pk)
 
 
+def _refused_messages(request, exc):
+    """The refusal, then each problem on its own line ("Play resumed at: enter a valid...")."""
+    messages.error(request, exc.message)
+    for where, what in exc.problems:
+        messages.error(request, f"{where}: {what}")
+
+
 def _form_or_refuse(form):
     if not form.is_valid():
-        problems = [(k, " ".join(v)) for k, v in form.errors.items()]
+        # Named as the form names them ("Play resumed at"), not by their code ("resumed_at").
+        problems = [
+            (form.fields[k].label if k in form.fields else "Form", " ".join(v))
+            for k, v in form.errors.items()
+        ]
         raise Refused("Check the form.", problems=problems)
     return form.cleaned_data
 
@@ -300,7 +311,7 @@ def outage_prepare(request, pk):
     try:
         perform(outage)
     except Refused as exc:
-        messages.error(request, str(exc))
+        _refused_messages(request, exc)
     else:
         messages.success(request, done[0])
     return redirect("outage_detail", pk=pk)
@@ -418,9 +429,7 @@ def outage_review_reject(request, pk):
         messages.error(request, str(exc))
         return redirect(request.get_full_path().replace("/reject/", "/"))
     except Refused as exc:
-        messages.error(request, exc.message)
-        for where, what in exc.problems:
-            messages.error(request, f"{where}: {what}")
+        _refused_messages(request, exc)
         return redirect(request.get_full_path().replace("/reject/", "/"))
     count = len(rejected)
     messages.success(
