@@ -513,3 +513,33 @@ def test_the_finance_chart_has_round_ticks_and_months_with_their_year():
     assert ">Dec 2026</text>" in svg and ">Dec 26<" not in svg
     ticks = re.findall(r'fill="#555">([^<]+)</text>', svg)
     assert ticks == ["USD 0", "USD 50,000", "USD 100,000", "USD 150,000", "USD 200,000"]
+
+
+# --- Support: a rule preview per tournament on the outage form --------------------------------
+
+
+@pytest.mark.django_db
+def test_the_outage_form_previews_the_rule_of_each_tournament(client, support):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.factories import import_doc, snapshot_doc
+
+    import_doc(support, external_id="RULE-LATE")  # started 2 hours ago
+    import_doc(
+        support, snapshot_doc("RULE-EARLY", starts_at=timezone.now() - timedelta(minutes=25))
+    )
+    client.force_login(support)
+    failed_at = timezone.localtime(timezone.now() - timedelta(minutes=10)).strftime(
+        "%Y-%m-%dT%H:%M:%S"
+    )
+    page = client.get(reverse("outage_candidates"), {"failed_at": failed_at}).content.decode()
+    rows = {
+        m[0]: m[1]
+        for m in re.findall(
+            r'<label for="t-\d+">([^<]+)</label>.*?<td class="rule-preview">(.*?)</td>', page, re.S
+        )
+    }
+    assert rows["RULE-EARLY"] == "Rule 1: full refund"  # 15 minutes into play
+    assert rows["RULE-LATE"].startswith("Rule 2") or rows["RULE-LATE"].startswith("Rule 3")

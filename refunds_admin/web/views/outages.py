@@ -17,6 +17,7 @@ from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
+from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages import services as outage_services
 from refunds_admin.outages.models import Outage
@@ -33,6 +34,7 @@ from ..forms import ApproveForm, JustificationForm, ReasonForm, RejectForm
 from ..outage_forms import AddTournamentForm, OutageForm, OutageResumedForm
 
 CANDIDATES_SHOWN = 500
+RULES_PREVIEWED = 50
 
 
 def _now_local():
@@ -76,12 +78,21 @@ def _candidates_context(form):
         .order_by("external_id")
     )
     listed = kept + matching
+    # The rule each tournament would get, as on the single incident form: each costs reading
+    # its stored snapshot, so only for a list short enough to read.
+    if len(listed) <= RULES_PREVIEWED:
+        for t in listed:
+            try:
+                t.rule_preview = incident_services.preview_rule(t, failed_at).rule
+            except Refused as exc:
+                t.rule_problem = exc.message
     return {
         "candidates": listed,
         "chosen_ids": chosen_ids,
         "failed_at": failed_at,
         "running": running.count(),
         "truncated": len(matching) >= CANDIDATES_SHOWN,
+        "rules_previewed": len(listed) <= RULES_PREVIEWED,
     }
 
 
