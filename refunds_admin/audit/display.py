@@ -192,6 +192,10 @@ SENTENCES = {
         f"{e.actor_name} approved proposal {e.object_id}{_money(a)}{_wallet(a)}"
     ),
     "proposal.rejected": lambda e, b, a: f"{e.actor_name} rejected proposal {e.object_id}",
+    "notifications.statement_copy_sent": lambda e, b, a: (
+        f"{e.actor_name} sent player {a.get('player')} their statement of proposal "
+        f"{e.object_id} to {a.get('address')}"
+    ),
     "proposal.superseded": lambda e, b, a: (
         f"{e.actor_name} prepared proposal {e.object_id} again: this version is superseded by "
         "the next one (kept, to compare)"

@@ -103,6 +103,7 @@ urlpatterns = [
     path("audit/", audit.audit, name="audit"),
     path("audit/export.csv", audit.audit_export, name="audit_export"),
     path("players/", players.player_lookup, name="player_lookup"),
+    path("players/send-statement/", players.send_statement, name="send_statement"),
     # Player statements, staff notifications, the finance report
     path(
         "proposals/<int:pk>/statements/",

@@ -543,3 +543,35 @@ def test_the_outage_form_previews_the_rule_of_each_tournament(client, support):
     }
     assert rows["RULE-EARLY"] == "Rule 1: full refund"  # 15 minutes into play
     assert rows["RULE-LATE"].startswith("Rule 2") or rows["RULE-LATE"].startswith("Rule 3")
+
+
+# --- Support: re-send a statement, or send it to the address the player gives ------------------
+
+
+@pytest.mark.django_db
+def test_support_sends_a_player_their_statement_to_the_address_they_give(
+    client, support, manager, settings
+):
+    from django.core import mail
+
+    from refunds_admin.audit.models import AuditEvent
+    from tests.factories import approved_proposal
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    proposal = approved_proposal(support, manager, doc=_re_entry_doc("UP-SEND-1"))
+    client.force_login(support)
+    page = client.get(reverse("player_lookup"), {"q": "P0001"}).content.decode()
+    assert f'id="send-{proposal.pk}"' in page
+    url = reverse("send_statement")
+    # No e-mail in the snapshot and none given: support is told to ask the player.
+    refused = client.post(url, {"proposal": proposal.pk, "player": "P0001"}, follow=True)
+    assert "ask the player for one" in refused.content.decode() and not mail.outbox
+    done = client.post(
+        url, {"proposal": proposal.pk, "player": "P0001", "address": "p1@example.test"}, follow=True
+    )
+    assert "Statement of UP-SEND-1 sent to p1@example.test" in done.content.decode()
+    (sent,) = mail.outbox
+    assert sent.to == ["p1@example.test"]
+    assert "(3 entries, $327.00)" in sent.subject and "E0100" in sent.body
+    event = AuditEvent.objects.get(action="notifications.statement_copy_sent")
+    assert event.after["address"] == "p1@example.test" and event.player_ids == ["P0001"]
