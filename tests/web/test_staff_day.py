@@ -575,3 +575,46 @@ def test_support_sends_a_player_their_statement_to_the_address_they_give(
     assert "(3 entries, $327.00)" in sent.subject and "E0100" in sent.body
     event = AuditEvent.objects.get(action="notifications.statement_copy_sent")
     assert event.after["address"] == "p1@example.test" and event.player_ids == ["P0001"]
+
+
+# --- Minor 7: a CSV import stops at a file's structural error and names what was chosen -------
+
+
+@pytest.mark.django_db
+def test_a_csv_missing_a_column_is_refused_for_that_alone_and_the_choices_are_named(
+    client, support
+):
+    from datetime import timedelta
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.utils import timezone
+
+    from refunds_admin.tournaments.models import Tournament
+
+    entries = "entry_id,player_id,chips\ne1,p1,40000\ne2,p2,30000\n"  # no status column
+    prizes = "place,amount\n1,500.00\n2,300.00\n3-9,100.00\n"
+    client.force_login(support)
+    response = client.post(
+        reverse("tournament_import"),
+        {
+            "kind": "csv",
+            "external_id": "CSV-9",
+            "name": "Export",
+            "currency": "USD",
+            "buy_in": "30.00",
+            "fee": "3.00",
+            "starts_at": timezone.localtime(timezone.now() - timedelta(hours=1)).strftime(
+                "%Y-%m-%dT%H:%M"
+            ),
+            "entries_csv": SimpleUploadedFile("my-entries.csv", entries.encode()),
+            "prizes_csv": SimpleUploadedFile("my-prizes.csv", prizes.encode()),
+        },
+    )
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert "column &#x27;status&#x27; is missing" in page or "column 'status' is missing" in page
+    # Not a consequence: "range 3-9 is wider than the 0 entries of the snapshot".
+    assert "wider than" not in page
+    assert "You chose <strong>my-entries.csv</strong>" in page
+    assert "You chose <strong>my-prizes.csv</strong>" in page
+    assert not Tournament.objects.exists()

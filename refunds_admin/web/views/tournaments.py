@@ -239,6 +239,8 @@ def tournament_import(request):
             "refused": refused,
             "problems": problems,
             "kind": kind,
+            # A browser cannot put a file back in its picker: name what was chosen.
+            "chosen_files": {name: f.name for name, f in request.FILES.items()},
         },
         status=status,
     )
