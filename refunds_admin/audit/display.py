@@ -396,7 +396,7 @@ SENTENCES.update(
     {
         "outage.recorded": lambda e, b, a: (
             f"{e.actor_name} recorded outage {e.object_id}: failed at {when(a.get('failed_at'))} "
-            f"({a.get('cause')}), {_tournaments(a)}"
+            f"({_value('cause', a.get('cause'), '')}), {_tournaments(a)}"
         ),
         "incident.joined_outage": lambda e, b, a: (
             f"Incident {e.object_id} on tournament {e.tournament_external_id} is part of outage "

@@ -10,16 +10,14 @@ PALETTE = ["#2f6fb0", "#d9822b", "#3a9d5d", "#b33a3a", "#7a5bb5", "#8c8c8c", "#c
 
 
 def nice_ceiling(cents):
-    """The axis top above `cents`: 1, 2, 2.5 or 5 times a power of ten of whole units, so that
-    its quarters are round amounts ($150,000, not $149,522.62)."""
-    units = max(1, -(-cents // 100))
-    step = 1
+    """The axis top at or above `cents`: 1, 2, 2.5 or 5 times a power of ten of whole units, so
+    that its quarters are round amounts ($150,000, not $149,522.62). In cents throughout."""
+    power = 100  # one whole unit, in cents
     while True:
-        for factor in (1, 2, 2.5, 5):
-            top = int(step * factor)
-            if top >= units and (top * 100) % 4 == 0:
-                return top * 100
-        step *= 10
+        for top in (power, 2 * power, 5 * power // 2, 5 * power):
+            if top >= cents:
+                return top
+        power *= 10
 
 
 def stacked_months_svg(months, causes, values, currency, labels, *, width=760, height=320):

@@ -618,3 +618,16 @@ def test_a_csv_missing_a_column_is_refused_for_that_alone_and_the_choices_are_na
     assert "You chose <strong>my-entries.csv</strong>" in page
     assert "You chose <strong>my-prizes.csv</strong>" in page
     assert not Tournament.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_outage_history_names_the_cause_and_the_time_in_words(client, support):
+    from tests.factories import outage
+
+    recorded = outage(support)
+    client.force_login(support)
+    page = client.get(reverse("outage_detail", args=[recorded.pk])).content.decode()
+    history = page[page.index('class="timeline"') :]
+    assert "(server crash)" in history and "server_crash" not in history
+    assert not re.search(r"failed at \d{4}-\d\d-\d\dT", history)  # no raw ISO time
+    assert re.search(r"failed at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", history)
