@@ -20,9 +20,17 @@ install: $(STAMP)
 # Serves the app with demo data. SQLite and in-process tasks unless DATABASE_URL / REDIS_URL are set.
 # Development: DEBUG on (it is off unless set).
 run: export DEBUG ?= 1
+# Links in staff e-mails point at the port served here; every e-mail (player statements, staff
+# notices) is written as a file under MAIL_DIR rather than printed among the server's lines.
+MAIL_DIR ?= $(CURDIR)/mail
+run: export SITE_URL ?= http://$(HOST):$(PORT)
+run: export EMAIL_BACKEND ?= django.core.mail.backends.filebased.EmailBackend
+run: export EMAIL_FILE_PATH ?= $(MAIL_DIR)
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_demo
+	@echo "E-mails (player statements, staff notices) are written as files to $(EMAIL_FILE_PATH)/"
+	@echo "Links in them point to $(SITE_URL)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 # The production web process: gunicorn (gunicorn.conf.py) with DEBUG=0 and the same environment

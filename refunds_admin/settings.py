@@ -384,6 +384,8 @@ EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+# For the file-based backend (`make run` writes every e-mail under mail/).
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH", str(BASE_DIR / "mail"))
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "refunds-admin@localhost")
 # Password-reset requests per client address and per e-mail address per hour (web/views/account).
 PASSWORD_RESET_LIMIT = env_int("PASSWORD_RESET_LIMIT", 5)

@@ -72,25 +72,37 @@ def test_it_refuses_when_the_rules_cannot_be_applied(support):
     assert PayoutProposal.objects.count() == 0 and PayoutLine.objects.count() == 0
 
 
-def test_it_replaces_a_draft_when_prepared_again(incident, support, manager):
+def test_it_supersedes_a_draft_with_the_next_version_when_prepared_again(
+    incident, support, manager
+):
     first = services.prepare_proposal(incident, acting_user=support)
     old_fingerprint = first.fingerprint
     incidents.confirm_site_wide_issue(incident, justification="DDoS", acting_user=manager)
     again = services.prepare_proposal(incident, acting_user=manager)
 
-    assert again.pk == first.pk and again.version == 1 and again.status == "draft"
+    assert again.pk != first.pk and again.version == 2 and again.status == "draft"
+    first.refresh_from_db()
+    assert first.status == "superseded" and first.fingerprint == old_fingerprint  # kept
     assert again.rule == "full_refund" and again.fingerprint != old_fingerprint
     assert again.prepared_by == manager
-    assert PayoutLine.objects.count() == 10  # replaced, not added
+    assert PayoutLine.objects.filter(proposal=first).count() == 10  # kept, to compare
+    assert PayoutLine.objects.filter(proposal=again).count() == 10
     assert again.total_cents == 10 * 3300  # everybody's buy-in and fee
+    # "What changed" compares with the superseded version.
+    assert again.figures["changes"]["previous_version"] == 1
     event = AuditEvent.objects.filter(action="proposal.prepared").latest("id")
     assert event.before["fingerprint"] == old_fingerprint
     assert event.after["fingerprint"] == again.fingerprint
 
 
-def test_it_returns_a_submitted_proposal_to_draft_when_prepared_again(submitted, support):
+def test_it_supersedes_a_submitted_proposal_with_a_new_draft_when_prepared_again(
+    submitted, support
+):
     again = services.prepare_proposal(submitted.incident, acting_user=support)
-    assert again.pk == submitted.pk and again.status == "draft" and again.submitted_by is None
+    assert again.version == submitted.version + 1
+    assert again.status == "draft" and again.submitted_by is None
+    submitted.refresh_from_db()
+    assert submitted.status == "superseded"
 
 
 def test_it_never_replaces_an_approved_proposal(submitted, support, manager):

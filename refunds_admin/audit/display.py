@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from refunds_admin.payouts.labels import rule_label
 from refunds_admin.payouts.labels import rule_name as _rule
-from refunds_admin.payouts.money import display
+from refunds_admin.payouts.money import display, format_cents
 
 
 def when(value):
@@ -192,6 +192,14 @@ SENTENCES = {
         f"{e.actor_name} approved proposal {e.object_id}{_money(a)}{_wallet(a)}"
     ),
     "proposal.rejected": lambda e, b, a: f"{e.actor_name} rejected proposal {e.object_id}",
+    "notifications.statement_copy_sent": lambda e, b, a: (
+        f"{e.actor_name} sent player {a.get('player')} their statement of proposal "
+        f"{e.object_id} to {a.get('address')}"
+    ),
+    "proposal.superseded": lambda e, b, a: (
+        f"{e.actor_name} prepared proposal {e.object_id} again: this version is superseded by "
+        "the next one (kept, to compare)"
+    ),
     "proposal.withdrawn": lambda e, b, a: (
         f"{e.actor_name} withdrew the submission of proposal {e.object_id}: back to draft"
     ),
@@ -295,6 +303,29 @@ SHORTENED_KEYS = {"fingerprint", "sha256"}
 _ABSENT = object()
 
 
+def for_export(data, currency=""):
+    """An event's before/after for the audit CSV: money as an amount with its currency
+    ("USD 1012.00", the key without "_cents"), never raw cents; everything else as it is.
+    Per-currency totals ({"USD": 101200}) become {"USD": "USD 1012.00"}."""
+    if not isinstance(data, dict):
+        return data
+    currency = data.get("currency") or currency
+    out: dict[str, object] = {}
+    for key, value in data.items():
+        is_int = isinstance(value, int) and not isinstance(value, bool)
+        if is_int and (key in MONEY_KEYS or key.endswith("_cents")):
+            out[key.removesuffix("_cents")] = f"{currency} {format_cents(value)}".strip()
+        elif key == "totals" and isinstance(value, dict):
+            out[key] = {
+                c: f"{c} {format_cents(v)}" if isinstance(v, int) else v for c, v in value.items()
+            }
+        elif isinstance(value, dict):
+            out[key] = for_export(value, currency)
+        else:
+            out[key] = value
+    return out
+
+
 def _value(key, value, currency):
     if value is None:
         return "—"
@@ -352,6 +383,11 @@ def _tournaments(after):
     return f"{len(names)} tournament{'s' if len(names) != 1 else ''} ({shown})"
 
 
+def _proposals(after):
+    count = after.get("count") or 0
+    return f"{count} proposal{'s' if count != 1 else ''}"
+
+
 def _totals(after):
     totals = after.get("totals") or {}
     return ", ".join(display(v, c, symbol=False) for c, v in totals.items() if isinstance(v, int))
@@ -394,8 +430,8 @@ KEY_LABELS["policy"] = "Policy"
 SENTENCES.update(
     {
         "outage.recorded": lambda e, b, a: (
-            f"{e.actor_name} recorded outage {e.object_id}: failed at {a.get('failed_at')} "
-            f"({a.get('cause')}), {_tournaments(a)}"
+            f"{e.actor_name} recorded outage {e.object_id}: failed at {when(a.get('failed_at'))} "
+            f"({_value('cause', a.get('cause'), '')}), {_tournaments(a)}"
         ),
         "incident.joined_outage": lambda e, b, a: (
             f"Incident {e.object_id} on tournament {e.tournament_external_id} is part of outage "
@@ -405,7 +441,7 @@ SENTENCES.update(
             f"{e.actor_name} added tournament {a.get('tournament')} to outage {e.object_id}"
         ),
         "outage.resumed_marked": lambda e, b, a: (
-            f"{e.actor_name} marked play resumed at {a.get('resumed_at')} on {_tournaments(a)} "
+            f"{e.actor_name} marked play resumed at {when(a.get('resumed_at'))} on {_tournaments(a)} "
             f"of outage {e.object_id}: no payout for them"
         ),
         "outage.rest_not_resumable": lambda e, b, a: (
@@ -430,8 +466,12 @@ SENTENCES.update(
             f"{a.get('skipped', 0)} not cancelled"
         ),
         "outage.batch_approved": lambda e, b, a: (
-            f"{e.actor_name} approved {a.get('count')} proposals of outage {e.object_id} at once "
+            f"{e.actor_name} approved {_proposals(a)} of outage {e.object_id} at once "
             f"({_totals(a)}), outage fingerprint {str(a.get('fingerprint', ''))[:12]}…"
+        ),
+        "outage.batch_rejected": lambda e, b, a: (
+            f"{e.actor_name} rejected {_proposals(a)} of outage {e.object_id} at once "
+            f"({_totals(a)})"
         ),
     }
 )

@@ -105,12 +105,18 @@ BEFORE_START_PROBLEM = (
 
 
 def elapsed_in_words(seconds: float) -> str:
-    """Seconds in words, without a sign: "1 h 20 min", "14 min", "20 min 1 s"."""
+    """Seconds in words, without a sign, the one duration format of every screen:
+    "2 d 3 h", "1 h 20 min", "14 min", "20 min 1 s", "8 s"."""
     seconds = abs(int(seconds))
-    hours, rest = divmod(seconds, 3600)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
     if hours:
         return f"{hours} h {minutes} min"
+    if not minutes:
+        return f"{secs} s"
     if secs:
         return f"{minutes} min {secs} s"
     return f"{minutes} min"

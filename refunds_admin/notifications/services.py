@@ -569,3 +569,91 @@ def statement_outbox(proposal):
     )
     # queued, running, stalled (resuming), failed (with the reason), done
     return {"job": job, "counts": counts, "status": STATEMENT_JOBS.status(job)}
+
+
+# ---------------------------------------------------------------------------------------------
+# A copy on request: support re-sends a player's statement, or sends it where the player asks
+# ---------------------------------------------------------------------------------------------
+
+SENT_ONCE = (
+    PayoutProposal.Status.APPROVED,
+    PayoutProposal.Status.POSTING,
+    PayoutProposal.Status.POSTED,
+    PayoutProposal.Status.FAILED,
+)
+
+
+def send_statement_copy(proposal, player_id, *, address="", acting_user):
+    """E-mail the player's statement for an approved proposal (every entry of theirs) to
+    `address`, or to the e-mail their snapshot entry carries. Support's answer to "I never got
+    it" and "send it to my other address"; recorded in the history with the address.
+
+    Sent before the audit event is written: an event says only what did happen. A refused
+    address or a server that is down raises Refused and records nothing.
+    """
+    from django.core.exceptions import ValidationError
+    from django.core.mail import EmailMultiAlternatives
+    from django.core.validators import validate_email
+
+    from refunds_admin.accounts.roles import CAN_PREPARE
+
+    require_role(acting_user, CAN_PREPARE, "send player statements")
+    if proposal.status not in SENT_ONCE:
+        raise Refused(
+            f"Proposal {proposal.pk} is {proposal.get_status_display().lower()}: a statement is "
+            "sent once the proposal is approved."
+        )
+    lines = list(
+        PayoutLine.objects.filter(proposal=proposal, player_id=player_id, total_cents__gt=0)
+        .order_by("position")
+        .values_list("entry_id", "total_cents")
+    )
+    if not lines:
+        raise Refused(f"Player {player_id} gets nothing from proposal {proposal.pk}.")
+    address = (address or "").strip()
+    if not address:
+        address = (
+            Entry.objects.filter(snapshot_id=proposal.snapshot_id, player_id=player_id)
+            .exclude(email="")
+            .values_list("email", flat=True)
+            .first()
+            or ""
+        )
+    if not address:
+        raise Refused(
+            f"The snapshot has no e-mail for player {player_id}: ask the player for one.",
+            problems=[("E-mail address", "required")],
+        )
+    try:
+        validate_email(address)
+    except ValidationError:
+        raise Refused(
+            f"{address!r} is not an e-mail address.",
+            problems=[("E-mail address", "not an e-mail address")],
+        ) from None
+    tournament = proposal.incident.tournament
+    maker = statement_maker(proposal)
+
+    class _Message:
+        entry_ids = [entry_id for entry_id, _ in lines]
+        total_cents = sum(cents for _, cents in lines)
+
+    content = content_for(
+        _Message, maker, f"{tournament.external_id} {tournament.name}".strip(), proposal.currency
+    )
+    email = EmailMultiAlternatives(subject=content.subject, body=content.text, to=[address])
+    email.attach_alternative(content.html, "text/html")
+    try:
+        email.send()
+    except Exception as exc:  # the server refused it or is down: nothing was sent
+        raise Refused(f"The e-mail was not sent: {exc}") from exc
+    with transaction.atomic():
+        record(
+            "notifications.statement_copy_sent",
+            proposal,
+            actor=acting_user,
+            after={"player": player_id, "address": address, "entries": len(lines)},
+            tournament=tournament,
+            player_ids=[player_id],
+        )
+    return address

@@ -185,12 +185,12 @@ def _message_for(event):
     t = proposal.incident.tournament
     what = (
         f"proposal v{proposal.version} for {t.external_id} ({t.name}), "
-        f"{display(proposal.total_cents, proposal.currency)} to {proposal.lines_count:,} entries"
+        f"{display(proposal.total_cents, proposal.currency, symbol=False)} to {proposal.lines_count:,} entries"
     )
     link = _link("proposal_detail", proposal.pk)
     if event.action == "proposal.submitted":
         return (
-            f"Approval needed: {t.external_id} refunds, {display(proposal.total_cents, proposal.currency)}",
+            f"Approval needed: {t.external_id} refunds, {display(proposal.total_cents, proposal.currency, symbol=False)}",
             f"{event.actor_name} submitted the {what}. It waits for the approval of a manager "
             f"who did not prepare it.\n\n{_link('proposal_approval', proposal.pk)}\n",
             _managers(),

@@ -35,7 +35,7 @@ from refunds_admin.outages.services import incidents_of
 from refunds_admin.tournaments.models import Tournament
 
 from . import services
-from .models import PREPARE_JOBS, OutagePrepareResult, OutagePrepareRun, PayoutProposal
+from .models import NOT_LIVE, PREPARE_JOBS, OutagePrepareResult, OutagePrepareRun, PayoutProposal
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def live_proposals(outage):
     """The live (not rejected) proposal of each tournament of the outage, by tournament id."""
     return (
         PayoutProposal.objects.filter(incident__outage_membership__outage=outage)
-        .exclude(status=Status.REJECTED)
+        .exclude(status__in=NOT_LIVE)
         .select_related("incident__tournament", "prepared_by", "submitted_by", "approved_by")
         .order_by("incident__tournament__external_id", "pk")
     )
@@ -138,7 +138,7 @@ def _prepare_one(incident, user):
         return Outcome.SKIPPED, None, f"Not cancelled ({word}): nothing to prepare.", []
     live = (
         PayoutProposal.objects.filter(incident=incident)
-        .exclude(status=Status.REJECTED)
+        .exclude(status__in=NOT_LIVE)
         .select_related("incident__tournament")
         .first()
     )
@@ -154,7 +154,11 @@ def _prepare_one(incident, user):
             live = services.submit_proposal(live, acting_user=user)
     except Refused as exc:
         return Outcome.REFUSED, None, exc.message, [[w, m] for w, m in exc.problems]
-    message = "Prepared again: " + "; ".join(stale) if stale else "Prepared and submitted."
+    message = (
+        "Prepared again: " + "; ".join(stale)
+        if stale
+        else f"Version {live.version} is waiting for a manager's approval."
+    )
     return Outcome.PREPARED, live, message, []
 
 
@@ -321,6 +325,8 @@ _REVIEW_FIELDS = (
     # policy version is no longer the tournament's is stale.
     "policy_version_id", "policy_id", "policy_version_number", "policy_sha256",
     "incident__tournament__policy_version_id",
+    # The facts a manager decides on, per tournament: time into play, why cancelled.
+    "incident__tournament__starts_at", "incident__cancelled_because", "incident__cancel_reason",
 )  # fmt: skip
 
 
@@ -329,7 +335,7 @@ def review(outage, only=None):
     with the totals per currency and the outage fingerprint over the approvable ones."""
     proposals = (
         PayoutProposal.objects.filter(incident__outage_membership__outage=outage)
-        .exclude(status=Status.REJECTED)
+        .exclude(status__in=NOT_LIVE)
         .select_related("incident__tournament", "prepared_by", "submitted_by")
         .only(*_REVIEW_FIELDS)
         .order_by("incident__tournament__external_id", "pk")
@@ -476,3 +482,92 @@ def approve_batch(outage, *, seen, fingerprint, acting_user):
         },
     )
     return locked
+
+
+@transaction.atomic
+def reject_batch(outage, *, proposal_ids, reason, acting_user):
+    """Reject the submitted proposals the manager reviewed, all or none, with one reason.
+
+    Each is rejected by `reject_proposal` (four eyes, status checked there); a proposal the
+    manager prepared or submitted, or one no longer submitted, refuses the whole batch and is
+    named. Each tournament may then be prepared again as a new version.
+    """
+    require_role(acting_user, CAN_DECIDE, "reject proposals")
+    ids = sorted({int(pk) for pk in proposal_ids or []})
+    if not ids:
+        raise Refused("Choose the proposals to reject.", problems=[("proposals", "none chosen")])
+    if not (reason or "").strip():
+        raise Refused("Give the reason for rejecting.", problems=[("reason", "required")])
+    keys = list(
+        PayoutProposal.objects.filter(pk__in=ids).values_list(
+            "incident_id", "incident__tournament_id"
+        )
+    )
+    # The one lock order, as in approve_batch: tournament -> incident -> proposal.
+    list(
+        Tournament.objects.select_for_update()
+        .filter(pk__in={t for _, t in keys})
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    list(
+        Incident.objects.select_for_update()
+        .filter(pk__in={i for i, _ in keys})
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    locked = list(
+        PayoutProposal.objects.select_for_update(of=("self",))
+        .filter(pk__in=ids)
+        .select_related("incident__tournament")
+        .order_by("pk")
+    )
+    members = set(
+        incidents_of(outage)
+        .filter(pk__in=[p.incident_id for p in locked])
+        .values_list("pk", flat=True)
+    )
+    missing = sorted(set(ids) - {p.pk for p in locked if p.incident_id in members})
+    if missing:
+        raise Refused(
+            f"Proposals {', '.join(map(str, missing))} are not part of outage {outage.pk}; "
+            "nothing was rejected."
+        )
+    own = [p for p in locked if acting_user.pk in (p.prepared_by_id, p.submitted_by_id)]
+    if own:
+        raise PermissionDenied(
+            f"{acting_user.get_username()} prepared or submitted "
+            f"{', '.join(_name(p) for p in own)}; another manager must decide on "
+            f"{'it' if len(own) == 1 else 'them'} (four eyes). Nothing was rejected."
+        )
+    problems = [
+        (_name(p), f"is {p.get_status_display().lower()}, not submitted")
+        for p in locked
+        if p.status != Status.SUBMITTED
+    ]
+    if problems:
+        raise Refused("Nothing was rejected.", problems=problems)
+    totals: defaultdict[str, int] = defaultdict(int)
+    for p in locked:
+        services.reject_proposal(p, acting_user=acting_user, reason=reason)
+        totals[p.currency] += p.total_cents
+    record(
+        "outage.batch_rejected",
+        outage,
+        actor=acting_user,
+        after={"proposals": ids, "count": len(ids), "totals": dict(sorted(totals.items()))},
+        reason=reason.strip(),
+    )
+    return locked
+
+
+def replay_outage(outage):
+    """Recompute every proposal of the outage (each version) from its stored snapshot: one
+    (proposal, ReplayResult) per proposal, for the auditor's page (`manage.py replay_outage`
+    also checks the batch approvals' outage fingerprints)."""
+    proposals = (
+        PayoutProposal.objects.filter(incident__outage_membership__outage=outage)
+        .select_related("snapshot", "incident__tournament")
+        .order_by("incident__tournament__external_id", "version")
+    )
+    return [(p, services.replay_proposal(p)) for p in proposals.iterator(chunk_size=100)]

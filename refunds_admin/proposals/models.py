@@ -60,6 +60,8 @@ class PayoutProposal(models.Model):
         DRAFT = "draft", "Draft"
         SUBMITTED = "submitted", "Submitted"
         REJECTED = "rejected", "Rejected"
+        # Prepared again: a newer version replaced this draft (or submission); kept to compare.
+        SUPERSEDED = "superseded", "Replaced by a newer version"
         APPROVED = "approved", "Approved"
         POSTING = "posting", "Posting"
         POSTED = "posted", "Posted"
@@ -169,10 +171,10 @@ class PayoutProposal(models.Model):
                 | (Q(approved_by__isnull=False) & Q(approved_fingerprint=F("fingerprint"))),
                 name="approved_proposal_names_its_fingerprint",
             ),
-            # At most one proposal per incident that is not rejected: drafts are replaced in place.
+            # At most one live proposal per incident: a draft prepared again is superseded by a new version.
             models.UniqueConstraint(
                 fields=["incident"],
-                condition=~Q(status="rejected"),
+                condition=~Q(status__in=["rejected", "superseded"]),
                 name="one_live_proposal_per_incident",
             ),
             models.CheckConstraint(
@@ -230,6 +232,11 @@ class PayoutProposal(models.Model):
             and user.pk is not None
             and self.submitted_by_id == user.pk
         )
+
+
+# The proposals of an incident that are no longer its live one: rejected, or replaced by a newer
+# version prepared again.
+NOT_LIVE = (PayoutProposal.Status.REJECTED, PayoutProposal.Status.SUPERSEDED)
 
 
 class PayoutLine(models.Model):

@@ -4,11 +4,11 @@ Compute, preview, then perform: the engine computes a proposal from the stored s
 incident's timing; its lines, summary, warnings and fingerprint are stored; a manager approves
 quoting the fingerprint they saw; posting pays exactly the stored lines.
 
-Preparing again (the snapshot was re-imported, a site-wide issue was confirmed) replaces the
-live proposal in place, whether it is a draft or already submitted: the fingerprint changes,
-so an approval quoting the old numbers is refused, and the replaced proposal returns to draft to
-be submitted again. An approved proposal is never replaced. A rejected proposal stays as it was
-and preparing again creates the next version.
+Preparing again (the snapshot was re-imported, a site-wide issue was confirmed) creates the
+next version, a draft to be submitted again, and marks the live one (draft or already submitted)
+superseded: it is kept, lines and all, so that "What changed" compares with it, and an approval
+quoting its numbers is refused. An approved proposal is never replaced. A rejected proposal
+stays as it was and preparing again creates the next version too.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from refunds_admin.tournaments.services import current_snapshot, engine_snapshot
 
 from . import figures as proposal_figures
 from .lines import stored_fingerprint
-from .models import LINE_PARTITION_INDEXES, PayoutLine, PayoutProposal
+from .models import LINE_PARTITION_INDEXES, NOT_LIVE, PayoutLine, PayoutProposal
 from .posting_order import configured_wallet, queue_posting
 
 if TYPE_CHECKING:
@@ -218,11 +218,30 @@ def _facts(p: PayoutProposal) -> dict[str, str | int]:
 # --------------------------------------------------------------------------------------------
 
 
+def _supersede(live: PayoutProposal, *, acting_user: User, tournament: Tournament) -> None:
+    """Prepared again: the live draft (or submission) is kept, superseded, with its lines, so
+    that the new version's "What changed" compares with it and the history shows both."""
+    changed = PayoutProposal.objects.filter(
+        pk=live.pk, status__in=[Status.DRAFT, Status.SUBMITTED]
+    ).update(status=Status.SUPERSEDED)
+    if not changed:
+        raise Refused(f"Proposal {live.pk} was decided at the same time; reload it.")
+    record(
+        "proposal.superseded",
+        live,
+        actor=acting_user,
+        tournament=tournament,
+        before={"status": live.status},
+        after={"status": Status.SUPERSEDED.value},
+    )
+
+
 @transaction.atomic
 @paused_gc()  # 100k lines of small objects and no cycles (see tournaments.services)
 def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal:
     """Compute the proposal for a cancelled incident from the tournament's current snapshot and
-    store it as a draft (replacing a live draft or submitted one; see the module docstring)."""
+    store it as a draft: a new version, superseding a live draft or submitted one (kept, to
+    show what changed)."""
     require_role(acting_user, CAN_PREPARE, "prepare proposals")
     # Locks in the one order used everywhere: tournament -> incident -> proposal -> job.
     tournament = Tournament.objects.select_for_update().get(pk=incident.tournament_id)
@@ -240,7 +259,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     live = (
         PayoutProposal.objects.select_for_update()
         .filter(incident=incident)
-        .exclude(status=Status.REJECTED)
+        .exclude(status__in=NOT_LIVE)
         .first()
     )
     if live is not None and live.status in DECIDED:
@@ -277,16 +296,9 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     before = None
     if live is not None:
         before = _facts(live)
-        # Replace in place: the row keeps its id and version, and goes back to draft *first*
-        # (the lines of a submitted proposal are immutable: a trigger refuses any change);
-        # _insert_lines then replaces the lines.
-        for name, value in fields.items():
-            setattr(live, name, value)
-        live.save()
-        proposal = live
-    else:
-        version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
-        proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
+        _supersede(live, acting_user=acting_user, tournament=tournament)
+    version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
+    proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
     previous = incident.proposals.filter(version__lt=proposal.version).order_by("-version").first()
     # What changed since the version before (usually the rejected one), for the approver: its
     # lines are read now, before this proposal's are written.
@@ -303,6 +315,8 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
             figures["changes"] = proposal_figures.changes(old, result.columns) | {
                 "previous_version": previous.version,
                 "previous_id": previous.pk,
+                "previous_status": previous.status,
+                "previous_rule": previous.rule,
             }
         return figures, result.fingerprint()
 

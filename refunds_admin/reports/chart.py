@@ -9,12 +9,23 @@ from refunds_admin.payouts.money import display
 PALETTE = ["#2f6fb0", "#d9822b", "#3a9d5d", "#b33a3a", "#7a5bb5", "#8c8c8c", "#c9a227"]
 
 
+def nice_ceiling(cents):
+    """The axis top at or above `cents`: 1, 2, 2.5 or 5 times a power of ten of whole units, so
+    that its quarters are round amounts ($150,000, not $149,522.62). In cents throughout."""
+    power = 100  # one whole unit, in cents
+    while True:
+        for top in (power, 2 * power, 5 * power // 2, 5 * power):
+            if top >= cents:
+                return top
+        power *= 10
+
+
 def stacked_months_svg(months, causes, values, currency, labels, *, width=760, height=320):
     pad_left, pad_bottom, pad_top, legend_h = 90, 40, 16, 22 * ((len(causes) + 2) // 3)
     plot_h = height - pad_bottom - pad_top
     total_h = height + legend_h
     totals = [sum(values.get((m, c), 0) for c in causes) for m in months]
-    top = max(totals, default=0) or 1
+    top = nice_ceiling(max(totals, default=0) or 1)
     n = max(len(months), 1)
     slot = (width - pad_left - 10) / n
     bar = max(4.0, slot * 0.7)
@@ -30,7 +41,7 @@ def stacked_months_svg(months, causes, values, currency, labels, *, width=760, h
         out.append(
             f'<line x1="{pad_left}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}" stroke="#ddd"/>'
             f'<text x="{pad_left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">'
-            f"{escape(display(int(value), currency, drop_zero_cents=True))}</text>"
+            f"{escape(display(int(value), currency, symbol=False, drop_zero_cents=True))}</text>"
         )
     for i, month in enumerate(months):
         x = pad_left + slot * i + (slot - bar) / 2
@@ -44,11 +55,11 @@ def stacked_months_svg(months, causes, values, currency, labels, *, width=760, h
             out.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" '
                 f'fill="{PALETTE[j % len(PALETTE)]}"><title>{escape(month.strftime("%b %Y"))}, '
-                f"{escape(labels.get(cause, cause))}: {escape(display(cents, currency))}</title></rect>"
+                f"{escape(labels.get(cause, cause))}: {escape(display(cents, currency, symbol=False))}</title></rect>"
             )
         out.append(
             f'<text x="{x + bar / 2:.1f}" y="{pad_top + plot_h + 16}" text-anchor="middle" '
-            f'fill="#333">{escape(month.strftime("%b %y"))}</text>'
+            f'fill="#333">{escape(month.strftime("%b %Y"))}</text>'
         )
     if not months:
         out.append(

@@ -194,6 +194,11 @@ def report(outage):
                 "players_paid": players_paid,
                 "cancelled_at": incident.cancelled_at,
                 "approved_at": committed.approved_at if committed is not None else None,
+                "approved_by": (
+                    committed.approved_by.get_username()
+                    if committed is not None and committed.approved_by_id
+                    else ""
+                ),
                 "posted_at": job.finished_at if job and job.state == "posted" else None,
                 "posting": job.state if job else "",
                 **(forms[committed.pk] if committed is not None else dict.fromkeys(FORM_FIELDS, 0)),
@@ -227,4 +232,5 @@ def report(outage):
         "statuses": dict(statuses),
         "timings": timings,
         "all_posted": all_posted,
+        "approvers": sorted({r["approved_by"] for r in rows if r["approved_by"]}),
     }

@@ -670,6 +670,19 @@ def snapshot_document_from_csv(
     problems += prize_problems + entry_problems
     tournament["prizes"] = prizes
     document = {"format": "tournament-snapshot/1", "tournament": tournament, "entries": entries}
+    structural = [
+        (where, what)
+        for where, what in problems
+        if where.endswith(" header") or where in ("entries CSV", "prize table CSV")
+    ]
+    if structural:
+        # A file whose header or shape could not be read: stop there. Checking the rest would
+        # only add consequences (a prize table "larger than the pool" of entries not read).
+        fields_at_fault = [(w, m) for w, m in problems if w in TOURNAMENT_FIELDS]
+        raise Refused(
+            "The CSV import was refused; nothing was imported.",
+            problems=structural + fields_at_fault,
+        )
     parsed = None
     try:
         parsed = parse_snapshot(document, known_policies=policies.known_policy_ids())

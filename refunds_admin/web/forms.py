@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth import authenticate
+from django.db.models import Exists, OuterRef
 
 from refunds_admin.accounts import mfa
 from refunds_admin.incidents.models import Incident
@@ -115,10 +116,34 @@ class CsvImportForm(forms.Form):
         return fields
 
 
+def incident_candidates():
+    """The tournaments an incident may be recorded for: not frozen (no approved payout) and
+    without an incident that is open or cancelled (one incident per failure). The others are
+    left out of the list rather than refused after the form is filled."""
+    live = Incident.objects.filter(
+        tournament=OuterRef("pk"), status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED]
+    )
+    return (
+        Tournament.objects.filter(frozen_at__isnull=True)
+        .exclude(Exists(live))
+        .order_by("-starts_at", "-id")
+    )
+
+
 class IncidentForm(forms.Form):
     tournament = forms.ModelChoiceField(
-        label="Tournament", queryset=Tournament.objects.order_by("-starts_at", "-id")
+        label="Tournament",
+        queryset=Tournament.objects.none(),
+        help_text="Tournaments already frozen or with an open or cancelled incident are not "
+        "listed.",
     )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        field = self.fields["tournament"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = incident_candidates()
+
     failed_at = local_datetime_field("Play failed at")
     cause = forms.ChoiceField(label="Cause", choices=Incident.Cause.choices)
     description = forms.CharField(
@@ -213,6 +238,7 @@ class LineFilterForm(forms.Form):
         label="Show",
         required=False,
         choices=[
+            ("paid", "Entries paid"),
             ("", "All entries"),
             ("active", "Active"),
             ("eliminated", "Eliminated"),
@@ -248,9 +274,9 @@ class AuditFilterForm(forms.Form):
 
 class PlayerLookupForm(forms.Form):
     q = forms.CharField(
-        label="Player id, screen name (start) or e-mail",
+        label="Player id, screen name (start), e-mail or amount refunded",
         max_length=254,
-        help_text="Any case: P123, alice (finds Alice99), alice@example.com",
+        help_text="Any case: P123, alice (finds Alice99), alice@example.com, 815.33",
     )
 
 

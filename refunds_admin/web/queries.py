@@ -6,6 +6,7 @@ the database walks the (proposal, sort key, position) index from the cursor inst
 and skipping every row before it.
 """
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from refunds_admin.incidents.services import rule_sentence
 from refunds_admin.payouts.money import display, to_cents
 from refunds_admin.proposals.figures import RULE_COMPONENTS
 from refunds_admin.proposals.figures import from_lines as figures_from_lines
-from refunds_admin.proposals.models import PayoutLine, PayoutProposal
+from refunds_admin.proposals.models import NOT_LIVE, PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import KNOCKOUT, PAID_WITH, REBUYS, Entry
 from refunds_admin.tournaments.services import engine_snapshot
 
@@ -143,7 +144,9 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
                 Q(position__in=list(by_id.values_list("position", flat=True)))
                 | Q(screen_lower__startswith=q.lower())
             )
-    if show in ("active", "eliminated"):
+    if show == "paid":
+        qs = qs.filter(total_cents__gt=0)
+    elif show in ("active", "eliminated"):
         qs = qs.filter(status=show)
     elif show == "capped":
         qs = qs.filter(capped=True)
@@ -453,6 +456,70 @@ def snapshot_changes(old, new, *, with_entries=True):
 PLAYER_MATCHES = 50
 
 
+class PlayerMatches(list):
+    """The players found, at most PLAYER_MATCHES; `truncated` when more matched."""
+
+    truncated = False
+    amount_cents: int | None = None
+
+
+# An amount a player quotes: "815.33", "$815.33", "USD 1,815.33" (two decimals, so that a
+# player id of digits is still looked up as an id).
+_QUOTED_AMOUNT = re.compile(
+    r"^(?:[a-z]{3}\s*|[$€£]\s*)?([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)\.([0-9]{2})$"
+)
+
+
+def quoted_amount(q):
+    """Cents of the amount in `q` ("$815.33" -> 81533), or None when `q` is no amount."""
+    match = _QUOTED_AMOUNT.match((q or "").strip().lower())
+    if not match:
+        return None
+    return int(match.group(1).replace(",", "")) * 100 + int(match.group(2))
+
+
+def players_paid(amount_cents):
+    """The players refunded exactly `amount_cents` in a live (not rejected) proposal: for one
+    entry, or in total over their entries in a tournament (re-entries)."""
+    from django.db.models import Sum
+
+    live = PayoutProposal.objects.exclude(status__in=NOT_LIVE).values("pk")
+    lines = PayoutLine.objects.filter(proposal_id__in=live)
+    by_entry = set(
+        lines.filter(total_cents=amount_cents)
+        .values_list("player_id", "proposal_id")
+        .order_by("player_id")[:500]
+    )
+    by_player = set(
+        lines.values("player_id", "proposal_id")
+        .annotate(sum=Sum("total_cents"), n=Count("pk"))
+        .filter(sum=amount_cents, n__gt=1)
+        .values_list("player_id", "proposal_id")[:500]
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for player_id, _proposal_id in sorted(by_entry | by_player):
+        row = found.setdefault(
+            player_id,
+            {"player_id": player_id, "screen_names": set(), "emails": set(), "tournaments": 0},
+        )
+        row["tournaments"] += 1
+    names = (
+        Entry.objects.filter(player_id__in=list(found)[:PLAYER_MATCHES])
+        .exclude(screen_name="")
+        .values_list("player_id", "screen_name")
+        .distinct()[:1000]
+    )
+    for player_id, screen_name in names:
+        found[player_id]["screen_names"].add(screen_name)
+    out = PlayerMatches(list(found.values())[:PLAYER_MATCHES])
+    for p in out:
+        p["screen_names"] = sorted(p["screen_names"])
+        p["emails"] = []
+    out.truncated = len(found) > PLAYER_MATCHES
+    out.amount_cents = amount_cents
+    return out
+
+
 def find_players(q):
     """[{player_id, screen_names, emails, tournaments}] of the players whose id or e-mail is `q`
     or whose screen name starts with `q`, case-insensitively, in every tournament's current
@@ -464,7 +531,10 @@ def find_players(q):
 
     q = (q or "").strip().lower()
     if not q:
-        return []
+        return PlayerMatches()
+    amount = quoted_amount(q)
+    if amount is not None:
+        return players_paid(amount)
     current = Tournament.objects.exclude(current_snapshot=None).values("current_snapshot_id")
     base = Entry.objects.filter(snapshot_id__in=current)
     by_id = base.annotate(k=Lower("player_id")).filter(k=q)
@@ -489,7 +559,12 @@ def find_players(q):
             if email:
                 found["emails"].add(email)
             found["snapshots"].add(snapshot_id)
-    out = sorted(players.values(), key=lambda p: p["player_id"].lower())[:PLAYER_MATCHES]
+    found_count = len(players)
+    out = PlayerMatches(
+        sorted(players.values(), key=lambda p: p["player_id"].lower())[:PLAYER_MATCHES]
+    )
+    # More players matched than are listed (each branch also stops at 500 entries).
+    out.truncated = found_count > PLAYER_MATCHES
     # Every tournament each found player played, not only those where the match was found.
     counts = dict(
         base.annotate(k=Lower("player_id"))
@@ -531,7 +606,7 @@ def player_tournaments(player_id):
     proposals: dict[int, PayoutProposal] = {}
     for proposal in (
         PayoutProposal.objects.filter(incident__tournament_id__in=list(tournaments))
-        .exclude(status=Status.REJECTED)
+        .exclude(status__in=NOT_LIVE)
         .select_related("incident")
         .order_by("incident__tournament_id", "-id")
     ):
@@ -551,10 +626,13 @@ def player_tournaments(player_id):
             state = "posted"
         else:
             state = "approved"
+        mine = lines.get(live.pk, []) if live else []
         row.update(
             proposal=live,
             state=state,
-            lines=lines.get(live.pk, []) if live else [],
+            lines=mine,
+            # One total per player: re-entries are separate lines, the player hears one sum.
+            player_total_cents=sum(line.total_cents for line in mine),
         )
         out.append(row)
     return out

@@ -41,6 +41,11 @@ urlpatterns = [
     path(
         "policies/<slug:policy_id>/default/", policies.policy_set_default, name="policy_set_default"
     ),
+    path(
+        "tournaments/<int:pk>/snapshots/<int:version>.json",
+        tournaments.snapshot_document,
+        name="snapshot_document",
+    ),
     # Worklists
     path("proposals/", worklists.proposal_list, name="proposal_list"),
     path("incidents/", worklists.incident_list, name="incident_list"),
@@ -79,8 +84,14 @@ urlpatterns = [
         name="outage_prepare_progress",
     ),
     path("outages/<int:pk>/review/", outages.outage_review, name="outage_review"),
+    path(
+        "outages/<int:pk>/review/reject/",
+        outages.outage_review_reject,
+        name="outage_review_reject",
+    ),
     path("outages/<int:pk>/posting/", outages.outage_posting, name="outage_posting"),
     path("outages/<int:pk>/report/", outages.outage_report, name="outage_report"),
+    path("outages/<int:pk>/replay/", outages.outage_replay, name="outage_replay"),
     path("outages/<int:pk>/report.csv", outages.outage_report_csv, name="outage_report_csv"),
     # Proposals, approval, posting
     path("proposals/<int:pk>/", proposals.proposal_detail, name="proposal_detail"),
@@ -113,6 +124,7 @@ urlpatterns = [
     path("audit/", audit.audit, name="audit"),
     path("audit/export.csv", audit.audit_export, name="audit_export"),
     path("players/", players.player_lookup, name="player_lookup"),
+    path("players/send-statement/", players.send_statement, name="send_statement"),
     # Player statements, staff notifications, the finance report
     path(
         "proposals/<int:pk>/statements/",

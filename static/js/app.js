@@ -23,14 +23,28 @@
 
 // Confirmation before every irreversible step: <form data-confirm="What will happen?">.
 // Without JavaScript the form submits as it is (the services still check everything).
+// A double click submits twice: the second submit of a form already on its way asks nothing and
+// sends nothing (the first one's answer stands).
 document.addEventListener("submit", function (event) {
   var form = event.target;
   var question = form.getAttribute && form.getAttribute("data-confirm");
-  if (question && !window.confirm(question)) {
+  if (!question) return;
+  if (form.dataset.sending === "1") {
     event.preventDefault();
     event.stopImmediatePropagation();
+    return;
   }
+  if (!window.confirm(question)) {
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    return;
+  }
+  form.dataset.sending = "1";
 }, true);
+// Back to a page from the browser's cache: its forms may be sent again.
+window.addEventListener("pageshow", function () {
+  document.querySelectorAll("form[data-sending]").forEach(function (form) { delete form.dataset.sending; });
+});
 
 // A player's statement opens right under the row that was clicked; only one at a time.
 document.addEventListener("htmx:beforeRequest", function (event) {

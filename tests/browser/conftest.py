@@ -99,11 +99,62 @@ def csp_violations():
     assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)
 
 
+# Accessibility: axe-core 4 (shipped by axe-playwright-python) runs on every page a journey
+# visits. A critical or serious violation fails the test; moderate and minor ones are left to
+# judgement. At the end of each test, every page address a person loaded (searches, sorts and
+# filters are in the address) is opened again in their context and checked as it is then; a
+# test may also call check_axe(page) at a moment of its own. The check runs in a page of its
+# own: opening one mid-journey disturbs the journey's next click (the search field loses focus
+# and htmx fires), so the journeys check at their end.
+AXE_IMPACTS_THAT_FAIL = ("critical", "serious")
+
+
+def axe_findings(page):
+    """The critical and serious axe-core violations on `page` now, one line each."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [
+        f"{page.url}: {v['id']} ({v['impact']}) {v['help']}: "
+        + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
+        for v in results.response["violations"]
+        if v["impact"] in AXE_IMPACTS_THAT_FAIL
+    ]
+
+
 @pytest.fixture
-def open_as(browser, live_server, transactional_db, csp_violations):
+def axe_violations():
+    """The axe findings of the pages of `open_as`; the test fails if any remain."""
+    findings = []
+    yield findings
+    assert not findings, "Accessibility (axe-core) violations:\n" + "\n".join(
+        dict.fromkeys(findings)
+    )
+
+
+def check_axe(page):
+    """Run axe-core on the page's address as it is now (search, sort and filters are in the
+    address), in a page of its own: axe scrolls and focuses while it checks, which would
+    disturb the journey's next click. Findings fail the test at its end."""
+    sink = getattr(page, "axe_findings", None)
+    if sink is None:
+        return
+    checker = page.context.new_page()
+    try:
+        response = checker.goto(page.url)
+        if response is not None and response.ok:
+            sink.extend(axe_findings(checker))
+    finally:
+        checker.close()
+
+
+@pytest.fixture
+def open_as(browser, live_server, transactional_db, csp_violations, axe_violations):
     """open_as(user) -> a signed-in page (one browser context per person, like two desks).
-    Any Content-Security-Policy violation on any of its pages fails the test."""
+    Any Content-Security-Policy violation on any of its pages fails the test, and so does any
+    critical or serious accessibility violation (axe-core) on any page it loaded."""
     contexts = []
+    visited = []
 
     def _open(user):
         context = browser.new_context(
@@ -124,6 +175,8 @@ def open_as(browser, live_server, transactional_db, csp_violations):
 
         page.on("dialog", answer)
         page.confirmations = questions
+        page.axe_findings = axe_violations
+        page.on("load", lambda page=page: visited.append((context, page.url)))
         page.goto("/accounts/login/")
         page.fill("#id_username", user.username)
         page.fill("#id_password", "pw-" + user.username)
@@ -137,6 +190,17 @@ def open_as(browser, live_server, transactional_db, csp_violations):
         return page
 
     yield _open
+    # Every page address loaded, opened again (GET) in the same person's context and checked.
+    seen = set()
+    for context, url in visited:
+        if url in seen or "/accounts/logout" in url or url.endswith((".csv", ".json", ".svg")):
+            continue
+        seen.add(url)
+        checker = context.new_page()
+        response = checker.goto(url)
+        if response is not None and response.ok:
+            axe_violations.extend(axe_findings(checker))
+        checker.close()
     for context in contexts:
         context.close()
 
@@ -144,6 +208,10 @@ def open_as(browser, live_server, transactional_db, csp_violations):
 def shot(page, name, max_height=1500):
     """Save <name>.png in SCREENSHOTS: the page from the top, at most `max_height` pixels."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    # From the top: a page left scrolled by the last click comes out of a full-page screenshot
+    # with Chromium's mouse coordinates off by the scroll, and the next click lands beside its
+    # target.
+    page.evaluate("window.scrollTo(0, 0)")
     height = min(page.evaluate("document.documentElement.scrollHeight"), max_height)
     scrolled = page.evaluate("window.scrollY")
     page.screenshot(

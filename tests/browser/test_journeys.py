@@ -71,6 +71,10 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
     page.wait_for_selector("h1:has-text('Proposal v1')")
     page.click("button:has-text('Submit for approval')")
     page.wait_for_selector(".badge.submitted")
+    # It opens on the entries paid, largest first.
+    expect(page.locator("#lines th[aria-sort=descending]")).to_contain_text("Total")
+    page.click("#all-entries")
+    page.wait_for_selector("#lines th[aria-sort=ascending]")
     page.select_option("#id_sort", "total")
     # The sorted rows have replaced the first ones (the header says so) before a row is clicked.
     page.wait_for_selector("#lines th[aria-sort=descending] >> text=Total")
@@ -159,7 +163,11 @@ def test_it_lets_an_auditor_find_replay_and_export_an_incident(
     page.click("button:has-text('Search')")
     page.wait_for_selector("#events >> text=approved")
     page.click("#events tr:has-text('proposal.approved') >> button:has-text('Replay')")
-    page.wait_for_selector("#replay >> text=Fingerprint matches.")
+    # The result opens right under the row replayed, naming the proposal.
+    beside = page.locator("#events tr:has-text('proposal.approved') + tr.replay-row")
+    expect(beside).to_contain_text(
+        f"Proposal {proposal.pk} (UP-AUDIT-1 v{proposal.version}): fingerprint matches."
+    )
     shot(page, "audit")
     with page.expect_download() as download:
         page.click("text=Export CSV")

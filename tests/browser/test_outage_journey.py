@@ -55,6 +55,8 @@ def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
     # The window passed: support cancels the rest and prepares every proposal in one job.
     page.click("#cancel-rest")
     page.wait_for_selector("text=every tournament still open is cancelled")
+    # An irreversible batch step asks first, naming what it does.
+    assert page.confirmations[-1].startswith("Cancel the 3 tournaments still open in outage")
     page.click("#prepare-all")
     page.wait_for_selector("#prepare-state:has-text('Done')", timeout=60000)
     # Once done, the page reloads itself: every tournament shows its submitted proposal.
@@ -79,8 +81,12 @@ def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
     mpage.wait_for_selector("text=That is not your password.")
     mpage.fill("#id_password", "pw-" + manager.username)
     mpage.fill("#id_otp_token", totp_code(manager))
+    total = sum(PayoutProposal.objects.values_list("total_cents", flat=True))
+    amount = f"USD {total // 100:,}.{total % 100:02d}"
+    assert mpage.inner_text("#approve-batch") == f"Approve all 3 proposals · {amount}"
     mpage.click("#approve-batch")
     mpage.wait_for_selector("text=Batch approved")
+    assert f"3 proposals of outage {outage.pk}, {amount} in all?" in mpage.confirmations[-1]
     mpage.wait_for_selector("#posting-done", timeout=60000)
     assert "Every approved proposal is posted" in mpage.inner_text("#posting-done")
     assert "100%" in mpage.inner_text("#posting-summary")

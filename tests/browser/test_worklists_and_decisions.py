@@ -67,6 +67,10 @@ def test_it_gives_the_approver_the_whole_picture_and_asks_before_deciding(
     page.wait_for_selector(".badge.submitted")
     assert "for a manager's approval" in page.confirmations[-1]
 
+    # The breakdown opens on the entries paid, largest first; all entries are one click away.
+    assert page.input_value("#id_show") == "paid" and page.input_value("#id_sort") == "total"
+    page.click("#all-entries")
+    page.wait_for_selector("#lines th[aria-sort=ascending] >> text=Entry")
     # The breakdown: screen names by any-case prefix; every sort both ways.
     page.fill("#id_q", "SHARK000")
     # Locator waits: wait_for_function's eval() is refused by the Content-Security-Policy.

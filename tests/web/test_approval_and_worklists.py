@@ -508,7 +508,7 @@ def test_it_leaves_room_for_the_charts_labels(client, support, auditor):
     client.force_login(auditor)
     svg = client.get(reverse("proposal_chart", args=[proposal.pk])).content.decode()
     label = re.search(r'<text x="(\d+)"[^>]*class="ymax">([^<]+)<', svg)
-    assert label.group(2) == "$385.00" and int(label.group(1)) >= 90
+    assert label.group(2) == "USD 385.00" and int(label.group(1)) >= 90
     assert "<style" not in svg
 
 

@@ -147,7 +147,7 @@ def test_a_selection_is_reviewed_then_approved_alone(client, support, manager):
     login(client, manager)
     page = client.get(f"/outages/{o.pk}/review/", {"only": [first.pk]}).content.decode()
     data = batches.review(o, only=[first.pk])
-    assert data["fingerprint"] in page and "Approve these 1 proposals" in page
+    assert data["fingerprint"] in page and "Approve this proposal · USD " in page
     response = client.post(
         f"/outages/{o.pk}/review/?only={first.pk}",
         {
@@ -260,3 +260,4 @@ def test_the_prepare_progress_reloads_the_page_once_the_run_finished(client, sup
     partial = client.get(f"/outages/{o.pk}/prepare/progress/", headers={"HX-Request": "true"})
     assert partial["HX-Refresh"] == "true"
     assert "Prepared and submitted" in partial.content.decode()
+    assert "Prepared and submitted Prepared and submitted" not in partial.content.decode()

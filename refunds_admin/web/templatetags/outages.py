@@ -2,17 +2,17 @@
 
 from django import template
 
+from refunds_admin.incidents.services import elapsed_in_words
+
 register = template.Library()
 
 
 @register.filter
 def duration(seconds):
-    """Seconds as "1 h 04 min", "12 min 05 s" or "8.2 s" (outage timings)."""
+    """Seconds in the one duration format of every screen (incidents.services.elapsed_in_words):
+    "1 h 4 min", "12 min 5 s"; under a minute with a tenth ("8.2 s": batch prepare timings)."""
     if seconds is None:
         return "—"
     if seconds < 60:
         return f"{seconds:.1f} s"
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
+    return elapsed_in_words(seconds)

@@ -8,7 +8,7 @@ from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts.roles import CAN_READ
-from refunds_admin.audit.display import describe
+from refunds_admin.audit.display import describe, for_export
 
 from .. import queries
 from ..access import role_required
@@ -63,6 +63,17 @@ def audit(request):
     )
 
 
+def _currency(event):
+    for data in (event.after, event.before):
+        if isinstance(data, dict) and data.get("currency"):
+            return data["currency"]
+    return ""
+
+
+def _json(data):
+    return json.dumps(data, sort_keys=True, ensure_ascii=False)
+
+
 @role_required(CAN_READ)
 def audit_export(request):
     """The filtered history as CSV, streamed; before/after as JSON text."""
@@ -98,8 +109,9 @@ def audit_export(request):
                     e.tournament_external_id,
                     " ".join(e.player_ids or []),
                     e.reason,
-                    json.dumps(e.before, sort_keys=True) if e.before is not None else "",
-                    json.dumps(e.after, sort_keys=True) if e.after is not None else "",
+                    # Money as amounts with their currency, never raw cents.
+                    _json(for_export(e.before, _currency(e))) if e.before is not None else "",
+                    _json(for_export(e.after, _currency(e))) if e.after is not None else "",
                     e.request_id,
                     e.ip or "",
                 ]

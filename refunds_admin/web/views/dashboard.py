@@ -10,11 +10,18 @@ from refunds_admin.accounts.services import set_time_zone
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
-from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.proposals.models import NOT_LIVE, PayoutProposal
 
 from ..access import role_required
 from ..progress import progress_of
 from ..timezones import SESSION_KEY
+
+# Recent activity is the refunds work. Account upkeep (authenticators confirmed, users, groups,
+# API clients, e-mail preferences) stays in the full history of the audit page.
+_ACCOUNT_UPKEEP = Q()
+for _prefix in ("mfa.", "user.", "group.", "permission.", "api_client.", "signin."):
+    _ACCOUNT_UPKEEP |= Q(action__startswith=_prefix)
+_ACCOUNT_UPKEEP |= Q(action="notifications.preferences_changed")
 
 POSTING_STATES = [
     PayoutProposal.Status.APPROVED,
@@ -46,7 +53,10 @@ def dashboard(request):
             "incident__tournament"
         )[:20]
     ]
-    recent = [(event, describe(event)) for event in AuditEvent.objects.order_by("-id")[:15]]
+    recent = [
+        (event, describe(event))
+        for event in AuditEvent.objects.exclude(_ACCOUNT_UPKEEP).order_by("-id")[:15]
+    ]
     my_drafts, waiting_on_me = [], []
     if has_role(request.user, CAN_PREPARE):
         my_drafts = list(
@@ -58,9 +68,7 @@ def dashboard(request):
         )
         # My incidents that need me: still open (resume or cancel), or cancelled with no live
         # proposal yet (prepare one, again after a rejection).
-        live = PayoutProposal.objects.filter(incident=OuterRef("pk")).exclude(
-            status=PayoutProposal.Status.REJECTED
-        )
+        live = PayoutProposal.objects.filter(incident=OuterRef("pk")).exclude(status__in=NOT_LIVE)
         waiting_on_me = list(
             Incident.objects.filter(recorded_by=request.user)
             .filter(

@@ -14,7 +14,7 @@ from refunds_admin.incidents.models import Incident
 from refunds_admin.payouts import FULL_REFUND
 from refunds_admin.payouts.labels import rule_label
 from refunds_admin.proposals import services as proposal_services
-from refunds_admin.proposals.models import PayoutProposal
+from refunds_admin.proposals.models import NOT_LIVE, PayoutProposal
 from refunds_admin.tournaments.models import Tournament
 
 from .. import queries
@@ -25,6 +25,7 @@ from ..forms import (
     ReasonForm,
     RestartAttemptForm,
     ResumedForm,
+    incident_candidates,
 )
 
 
@@ -60,7 +61,7 @@ def incident_new(request):
         tournament = None
         if request.GET.get("tournament", "").isdigit():
             initial["tournament"] = request.GET["tournament"]
-            tournament = Tournament.objects.filter(pk=request.GET["tournament"]).first()
+            tournament = incident_candidates().filter(pk=request.GET["tournament"]).first()
         form = IncidentForm(initial=initial)
         # Pre-filled: the preview shows the rule at once, not only after the first keystroke.
         preview = _preview(tournament, failed_at)
@@ -150,7 +151,7 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
     attempts = list(incident.restart_attempts.select_related("recorded_by"))
     user = request.user
     is_open = incident.status == Incident.Status.OPEN
-    live = next((p for p in proposals if p.status != PayoutProposal.Status.REJECTED), None)
+    live = next((p for p in proposals if p.status not in NOT_LIVE), None)
     now = timezone.now()
     at_recording = queries.snapshot_at_recording(incident)
     current = incident.tournament.current_snapshot

@@ -6,6 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -15,6 +16,7 @@ from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
+from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages import services as outage_services
 from refunds_admin.outages.models import Outage
@@ -24,13 +26,15 @@ from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.reports import outages as outage_reports
 from refunds_admin.tournaments.models import Tournament
+from refunds_admin.web.templatetags.staff import elapsed_words
 
 from ..access import get_outage_for, role_required
 from ..downloads import attachment, csv_writer
-from ..forms import ApproveForm, JustificationForm, ReasonForm
+from ..forms import ApproveForm, JustificationForm, ReasonForm, RejectForm
 from ..outage_forms import AddTournamentForm, OutageForm, OutageResumedForm
 
 CANDIDATES_SHOWN = 500
+RULES_PREVIEWED = 50
 
 
 def _now_local():
@@ -74,12 +78,21 @@ def _candidates_context(form):
         .order_by("external_id")
     )
     listed = kept + matching
+    # The rule each tournament would get, as on the single incident form: each costs reading
+    # its stored snapshot, so only for a list short enough to read.
+    if len(listed) <= RULES_PREVIEWED:
+        for t in listed:
+            try:
+                t.rule_preview = incident_services.preview_rule(t, failed_at).rule
+            except Refused as exc:
+                t.rule_problem = exc.message
     return {
         "candidates": listed,
         "chosen_ids": chosen_ids,
         "failed_at": failed_at,
         "running": running.count(),
         "truncated": len(matching) >= CANDIDATES_SHOWN,
+        "rules_previewed": len(listed) <= RULES_PREVIEWED,
     }
 
 
@@ -202,15 +215,26 @@ def _act(request, pk, roles, perform, done):
     try:
         perform(outage)
     except Refused as exc:
-        messages.error(request, str(exc))
+        _refused_messages(request, exc)
     else:
         messages.success(request, done)
     return redirect("outage_detail", pk=pk)
 
 
+def _refused_messages(request, exc):
+    """The refusal, then each problem on its own line ("Play resumed at: enter a valid...")."""
+    messages.error(request, exc.message)
+    for where, what in exc.problems:
+        messages.error(request, f"{where}: {what}")
+
+
 def _form_or_refuse(form):
     if not form.is_valid():
-        problems = [(k, " ".join(v)) for k, v in form.errors.items()]
+        # Named as the form names them ("Play resumed at"), not by their code ("resumed_at").
+        problems = [
+            (form.fields[k].label if k in form.fields else "Form", " ".join(v))
+            for k, v in form.errors.items()
+        ]
         raise Refused("Check the form.", problems=problems)
     return form.cleaned_data
 
@@ -302,10 +326,22 @@ def outage_add(request, pk):
 def outage_prepare(request, pk):
     def perform(outage):
         batches.start_prepare(outage, acting_user=request.user)
+        # Without a worker the run has finished already: say so, not "preparing".
+        progress = batches.prepare_progress(outage)
+        if progress is not None and not progress["active"]:
+            done[0] = "Every proposal is prepared: see the result for each tournament below."
 
-    return _act(
-        request, pk, CAN_PREPARE, perform, "Preparing every proposal: follow the progress below."
-    )
+    done = ["Preparing every proposal: follow the progress below."]
+    outage = get_outage_for(request, pk)
+    if not has_role(request.user, CAN_PREPARE):
+        raise PermissionDenied
+    try:
+        perform(outage)
+    except Refused as exc:
+        _refused_messages(request, exc)
+    else:
+        messages.success(request, done[0])
+    return redirect("outage_detail", pk=pk)
 
 
 @role_required(CAN_READ)
@@ -396,9 +432,46 @@ def outage_review(request, pk):
         "own": own,
         "may_approve": bool(data["approvable"]) and has_role(user, CAN_DECIDE) and not own,
         "approve_form": approve_form,
+        "reject_form": RejectForm(),
+        # Named on the buttons and in their questions: what the click decides.
+        "approvable_amount": " + ".join(
+            display(cents, currency, symbol=False)
+            for currency, cents in data["approvable_totals"].items()
+        ),
         "refused": refused,
     }
     return render(request, "web/outage_review.html", context, status=status)
+
+
+@role_required(CAN_DECIDE)
+@require_POST
+def outage_review_reject(request, pk):
+    """A manager rejects the reviewed proposals (all, or the selection) with one reason."""
+    outage = get_outage_for(request, pk)
+    form = RejectForm(request.POST)
+    ids = [int(x) for x in request.POST.getlist("proposal") if x.isdigit()]
+    try:
+        if not form.is_valid():
+            raise Refused(
+                "Give the reason for rejecting.",
+                problems=[("Reason for rejecting", "required")],
+            )
+        rejected = batches.reject_batch(
+            outage, proposal_ids=ids, reason=form.cleaned_data["reason"], acting_user=request.user
+        )
+    except PermissionDenied as exc:
+        messages.error(request, str(exc))
+        return redirect(request.get_full_path().replace("/reject/", "/"))
+    except Refused as exc:
+        _refused_messages(request, exc)
+        return redirect(request.get_full_path().replace("/reject/", "/"))
+    count = len(rejected)
+    messages.success(
+        request,
+        f"Rejected {count} proposal{pluralize(count)}: each tournament can be prepared again "
+        "as a new version.",
+    )
+    return redirect("outage_detail", pk=pk)
 
 
 _STATUS_LABELS = dict(PayoutProposal.Status.choices)
@@ -431,6 +504,11 @@ def _review_display(rows):
                 "total": display(p.total_cents, p.currency, symbol=False),
                 "warnings": p.warnings,
                 "stale": row["stale"],
+                "since_start": elapsed_words(
+                    (p.incident.failed_at - row["tournament"].starts_at).total_seconds()
+                ),
+                "why_cancelled": p.incident.get_cancelled_because_display(),
+                "cancel_reason": p.incident.cancel_reason,
                 "prepared_by": p.prepared_by.username,
                 "submitted_by": p.submitted_by.username if p.submitted_by_id else "—",
             }
@@ -453,6 +531,23 @@ def outage_posting(request, pk):
         request,
         template,
         {"outage": outage, "progress": outage_reports.posting_progress(outage)},
+    )
+
+
+@role_required(CAN_READ)
+@require_POST
+def outage_replay(request, pk):
+    """The auditor's check in the browser: every proposal of the outage recomputed from its
+    stored snapshot, each fingerprint compared (read-only; POST because it costs a full
+    computation per proposal)."""
+    outage = get_outage_for(request, pk)
+    results = batches.replay_outage(outage)
+    mismatched = [p for p, r in results if not r.matches]
+    return render(
+        request,
+        "web/outage_replay.html",
+        {"outage": outage, "results": results, "mismatched": mismatched},
+        status=200,
     )
 
 
@@ -488,6 +583,7 @@ REPORT_HEADER = (
     "equal_shares",
     "bounty_money_returned",
     "overlay_kept_by_house",
+    "approved_by",
 )
 
 
@@ -528,6 +624,7 @@ def outage_report_csv(request, pk):
                     format_cents(row["equal_share_cents"]),
                     format_cents(row["bounty_refund_cents"]),
                     format_cents(row["overlay_kept_cents"]),
+                    row["approved_by"],
                 ]
             )
 

@@ -1,6 +1,7 @@
 from django.shortcuts import render
+from django.views.decorators.http import require_POST
 
-from refunds_admin.accounts.roles import CAN_READ
+from refunds_admin.accounts.roles import CAN_PREPARE, CAN_READ
 from refunds_admin.errors import Refused
 from refunds_admin.ledger import selectors as ledger_selectors
 from refunds_admin.proposals import services as proposal_services
@@ -65,3 +66,34 @@ def _statement(proposal, entry_id):
         return proposal_services.statement(proposal, entry_id)
     except Refused as exc:
         return f"(no statement: {exc.message})"
+
+
+@role_required(CAN_PREPARE)
+@require_POST
+def send_statement(request):
+    """Support sends a player their statement again, or to the address the player gives."""
+    from django.contrib import messages
+    from django.shortcuts import get_object_or_404, redirect
+    from django.urls import reverse
+    from django.utils.http import urlencode
+
+    from refunds_admin.notifications import services as notification_services
+    from refunds_admin.proposals.models import PayoutProposal
+
+    proposal = get_object_or_404(
+        PayoutProposal.objects.select_related("incident__tournament"),
+        pk=request.POST.get("proposal") if str(request.POST.get("proposal", "")).isdigit() else 0,
+    )
+    player_id = request.POST.get("player", "")
+    try:
+        address = notification_services.send_statement_copy(
+            proposal, player_id, address=request.POST.get("address", ""), acting_user=request.user
+        )
+    except Refused as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            f"Statement of {proposal.incident.tournament.external_id} sent to {address}.",
+        )
+    return redirect(reverse("player_lookup") + "?" + urlencode({"q": player_id}))

@@ -25,13 +25,25 @@ from ..access import get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..progress import progress_of
+from .tournaments import prize_ranges
 
 Status = PayoutProposal.Status
 POSTING_STATES = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
 
 
+# The breakdown opens on the entries being paid, largest first: most entries of a big field
+# get nothing, and a first screen of USD 0.00 rows answers no one. "All entries" (show=) is
+# one click away.
+OPENING_VIEW = {"show": "paid", "sort": "total"}
+
+
 def _lines_context(request, proposal):
-    form = LineFilterForm(request.GET)
+    params = request.GET.copy()
+    if "show" not in params and not any(
+        params.get(k) for k in ("q", "sort", "after", "before", "last")
+    ):
+        params.update(OPENING_VIEW)
+    form = LineFilterForm(params)
     form.is_valid()
     data = form.cleaned_data
     sort = data.get("sort") or "position"
@@ -40,20 +52,20 @@ def _lines_context(request, proposal):
         queries.proposal_lines(proposal, q=data.get("q", ""), show=data.get("show", "")),
         field=field,
         descending=descending,
-        after=request.GET.get("after"),
-        before=request.GET.get("before"),
-        last=request.GET.get("last") == "1",
+        after=params.get("after"),
+        before=params.get("before"),
+        last=params.get("last") == "1",
     )
     # The filter as query-string parameters, for the pager links.
-    keep = urlencode({k: request.GET[k] for k in ("q", "show", "sort") if request.GET.get(k)})
-    filtered = bool(data.get("q") or data.get("show"))
+    keep = urlencode({k: params[k] for k in ("q", "show", "sort") if params.get(k)})
+    filtered = bool(data.get("q") or data.get("show") not in ("", "paid"))
     columns = queries.breakdown_columns(proposal)
     # Column headers sort; a second click on the sorted column reverses it.
     sort_links, sort_aria = {}, {}
     for column in ("position", "chips", "total"):
         target = f"-{column}" if sort == column else column
         sort_links[column] = urlencode(
-            {k: request.GET[k] for k in ("q", "show") if request.GET.get(k)} | {"sort": target}
+            {k: params[k] for k in ("q", "show") if params.get(k)} | {"sort": target}
         )
         if sort.lstrip("-") == column:
             sort_aria[column] = "descending" if descending else "ascending"
@@ -207,6 +219,13 @@ def _decision_context(proposal):
         "attempts": list(incident.restart_attempts.select_related("recorded_by")),
         "snapshot_reimported": reimported,
         "snapshot_at_recording": at_recording,
+        # A package or a ticket in the prize table is counted at its stated cash value: the
+        # approver is told, place by place (full refund pays no prize, so there is nothing to say).
+        "non_cash_prizes": (
+            [r for r in prize_ranges(proposal.snapshot) if r["non_cash"]]
+            if proposal.rule != "full_refund"
+            else []
+        ),
         "snapshot_changes": (
             queries.snapshot_changes(at_recording, proposal.snapshot, with_entries=False)
             if reimported
@@ -606,7 +625,8 @@ def proposal_replay(request, pk):
     result = proposal_services.replay_proposal(proposal)
     template = "web/proposal_replay.html"
     if request.htmx:
-        template += "#replay"
+        # From a row of the audit history: the result opens under that row, in view.
+        template += "#replay_row" if request.GET.get("beside") == "row" else "#replay"
     return render(request, template, {"proposal": proposal, "result": result})
 
 

@@ -5,6 +5,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from refunds_admin.incidents.services import elapsed_in_words
 from refunds_admin.payouts.money import format_cents
 from refunds_admin.reports import chart, selectors
 from refunds_admin.reports.selectors import CAN_REPORT
@@ -61,11 +62,7 @@ def finance_report(request):
 
 
 def _duration(seconds):
-    seconds = int(seconds)
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    return (f"{days} d " if days else "") + f"{hours} h {minutes:02d} min"
+    return elapsed_in_words(seconds)
 
 
 @role_required(CAN_REPORT)

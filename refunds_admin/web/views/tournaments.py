@@ -1,6 +1,7 @@
 from django.contrib import messages
 from django.db.models import Q
-from django.shortcuts import redirect, render
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -94,6 +95,54 @@ def _where_it_stands(tournament):
     }
 
 
+def prize_ranges(snapshot):
+    """The prize table as a platform writes it: consecutive places paying the same prize form
+    one range ("10–12"), so a 3,000-entry field shows a dozen rows, not one per paid place
+    (the stored table has one row per place, for the engine and the lookups)."""
+    ranges: list[dict] = []
+    rows = snapshot.prize_places.order_by("place").values_list(
+        "place", "amount_cents", "non_cash", "description"
+    )
+    for place, amount, non_cash, description in rows.iterator(chunk_size=2000):
+        last = ranges[-1] if ranges else None
+        if (
+            last is not None
+            and last["last"] == place - 1
+            and (last["amount_cents"], last["non_cash"], last["description"])
+            == (amount, non_cash, description)
+        ):
+            last["last"] = place
+            continue
+        ranges.append(
+            {
+                "first": place,
+                "last": place,
+                "amount_cents": amount,
+                "non_cash": non_cash,
+                "description": description,
+            }
+        )
+    return ranges
+
+
+@role_required(CAN_READ)
+def snapshot_document(request, pk, version):
+    """The stored snapshot document, byte for byte as imported (importing it again
+    round-trips): support sends it on, an auditor replays it elsewhere."""
+    tournament = get_tournament_for(request, pk)
+    snapshot = get_object_or_404(
+        Snapshot.objects.only("document_zlib", "version", "sha256"),
+        tournament=tournament,
+        version=version,
+    )
+    response = HttpResponse(snapshot.document, content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = (
+        f'attachment; filename="{tournament.external_id}-v{snapshot.version}.json"'
+    )
+    response["X-Content-SHA256"] = snapshot.sha256
+    return response
+
+
 @role_required(CAN_READ)
 @vary_on_headers("HX-Request", "HX-Target")  # the entries partial for htmx
 def tournament_detail(request, pk):
@@ -118,7 +167,7 @@ def tournament_detail(request, pk):
         "tournament": tournament,
         "snapshot": snapshot,
         "snapshots": snapshots,
-        "prizes": snapshot.prize_places.all() if snapshot else [],
+        "prizes": prize_ranges(snapshot) if snapshot else [],
         "page": page,
         "q": q,
         # The entries table's width: 7 columns, and those of the formats the snapshot uses.
@@ -203,6 +252,8 @@ def tournament_import(request):
             "refused": refused,
             "problems": problems,
             "kind": kind,
+            # A browser cannot put a file back in its picker: name what was chosen.
+            "chosen_files": {name: f.name for name, f in request.FILES.items()},
         },
         status=status,
     )

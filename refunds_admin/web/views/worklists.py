@@ -61,7 +61,16 @@ PROPOSAL_SORTS = {
 _S = PayoutProposal.Status
 PROPOSAL_TABS = [
     (s.value, s.label)
-    for s in (_S.DRAFT, _S.SUBMITTED, _S.APPROVED, _S.POSTING, _S.POSTED, _S.REJECTED, _S.FAILED)
+    for s in (
+        _S.DRAFT,
+        _S.SUBMITTED,
+        _S.APPROVED,
+        _S.POSTING,
+        _S.POSTED,
+        _S.REJECTED,
+        _S.SUPERSEDED,
+        _S.FAILED,
+    )
 ]
 INCIDENT_SORTS = {"-failed": ("-failed_at", "-id"), "failed": ("failed_at", "id")}
 
