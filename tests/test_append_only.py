@@ -89,10 +89,14 @@ def test_it_keeps_the_lines_of_a_submitted_proposal_immutable(support, manager):
     _refused("TRUNCATE proposals_payoutline CASCADE", match="TRUNCATE refused")
     assert PayoutLine.objects.get(pk=line.pk).total_cents == line.total_cents
 
-    # Preparing again is allowed: it turns the proposal back into a draft first.
+    # Preparing again is allowed: a new version is prepared as a draft, and the submitted one is
+    # kept, superseded, with its lines as they were.
     incident = proposal.incident
     again = proposals.prepare_proposal(incident, acting_user=support)
-    assert again.pk == proposal.pk and again.status == "draft"
+    assert again.status == "draft" and again.version == proposal.version + 1
+    proposal.refresh_from_db()
+    assert proposal.status == "superseded"
+    assert PayoutLine.objects.get(pk=line.pk).total_cents == line.total_cents
 
 
 def test_it_lets_a_draft_change_its_lines(support):
