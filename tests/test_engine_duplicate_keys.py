@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from refunds_admin.payouts import SnapshotError, parse_snapshot
 from refunds_admin.payouts.snapshot import _bulk_entries, _entry_colons, _keys_of
-
-from .test_engine_properties import snapshots
+from tests.support.strategies import snapshots
 
 TEXTS = st.text(alphabet=st.sampled_from(["a", ":", " ", "é", '"', "\\", "日"]), max_size=6)
 EMAILS = st.one_of(

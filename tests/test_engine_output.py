@@ -19,10 +19,10 @@ from refunds_admin.payouts.rules import (
     fingerprint_lines,
     line_json,
 )
+from tests.support.strategies import computed, snapshots
 
 from .factories import EXAMPLES, example
 from .support.formats import format_snapshots, policies
-from .test_engine_properties import computed, snapshots
 
 NAMES = sorted(p.name.removesuffix(".scenario.json") for p in EXAMPLES.glob("*.scenario.json"))
 

@@ -219,7 +219,7 @@ e10,p10,eliminated,,,0.00,,,
 PRIZES_CSV = "place,amount\n1,500.00\n2,300.00\n3,200.00\n"
 
 
-def _fields(**changes):
+def csv_fields(**changes):
     fields = {
         "external_id": "T-KO",
         "name": "$30 + $10 KO + $3",
@@ -234,7 +234,7 @@ def _fields(**changes):
 
 
 def test_the_csv_form_stores_the_knockout_rebuys_and_payments(support):
-    snapshot = import_csv(ENTRIES_CSV, PRIZES_CSV, _fields(), acting_user=support)
+    snapshot = import_csv(ENTRIES_CSV, PRIZES_CSV, csv_fields(), acting_user=support)
     _assert_knockout_stored(snapshot)
     doc = json.loads(snapshot.document)
     assert doc["tournament"]["bounty"] == "10.00"
@@ -282,7 +282,7 @@ def test_the_csv_form_stores_the_knockout_rebuys_and_payments(support):
 )
 def test_the_csv_form_refuses_naming_row_entry_and_column(support, entries, fields, where):
     with pytest.raises(Refused) as refused:
-        import_csv(entries, PRIZES_CSV, _fields(**fields), acting_user=support)
+        import_csv(entries, PRIZES_CSV, csv_fields(**fields), acting_user=support)
     places = [w for w, _ in refused.value.problems]
     assert any(w.startswith(where) for w in places), places
     _nothing_stored()

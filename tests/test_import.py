@@ -17,6 +17,7 @@ from refunds_admin.tournaments.models import Entry, PrizePlace, Snapshot, Tourna
 from refunds_admin.tournaments.services import export_snapshot
 
 from .factories import approved_proposal, dumps, import_doc, open_incident, snapshot_doc
+from .support.csv_data import ENTRIES_CSV, PRIZES_CSV, csv_fields
 
 EXAMPLES = Path(__file__).parent / "data" / "examples"
 pytestmark = pytest.mark.django_db
@@ -245,39 +246,9 @@ def test_it_lets_only_support_and_managers_import(auditor, outsider):
 # CSV
 # ---------------------------------------------------------------------------------------------
 
-FIELDS = {
-    "external_id": "CSV-1",
-    "name": "Chip-count export",
-    "currency": "USD",
-    "buy_in": "30.00",
-    "fee": "3.00",
-    "chips_in_play": "100000",
-}
-
-ENTRIES_CSV = """entry_id,player_id,screen_name,status,chips,buy_in_paid,fee_paid,finish_place,prize_awarded
-e1,p1,ace,active,40000,,,,
-e2,p2,king,active,30000,,,,
-e3,p3,,active,20000,,,,
-e4,p4,,active,10000,,,,
-e5,p5,,eliminated,,0.00,0.00,5,
-e6,p6,,eliminated,,,,6,
-"""
-
-PRIZES_CSV = """place,amount,non_cash,description
-1,500.00,yes,Package
-2,300.00,,
-3-4,200.00,no,
-"""
-
-
-def _fields(**changes):
-    fields = dict(FIELDS, starts_at=(timezone.now() - timedelta(hours=1)).isoformat())
-    fields.update(changes)
-    return fields
-
 
 def test_it_imports_a_tournament_from_csv(support):
-    snapshot = import_csv(ENTRIES_CSV.encode(), PRIZES_CSV, _fields(), acting_user=support)
+    snapshot = import_csv(ENTRIES_CSV.encode(), PRIZES_CSV, csv_fields(), acting_user=support)
     assert snapshot.source == "csv" and snapshot.tournament.external_id == "CSV-1"
     assert snapshot.entries_count == 6 and snapshot.active_count == 4
     assert list(snapshot.prize_places.values_list("place", "amount_cents", "non_cash")) == [
@@ -297,7 +268,7 @@ def test_it_imports_a_tournament_from_csv(support):
 def test_it_maps_engine_problems_back_to_csv_rows_and_form_fields(support):
     entries = ENTRIES_CSV.replace("e5,p5,,eliminated,,0.00", "e5,p5,,eliminated,-3,0.00")
     with pytest.raises(Refused) as refused:
-        import_csv(entries, PRIZES_CSV, _fields(fee="3,00"), acting_user=support)
+        import_csv(entries, PRIZES_CSV, csv_fields(fee="3,00"), acting_user=support)
     where = dict(refused.value.problems)
     # entries[4] is the fifth entry: row 6 of the file, after the header.
     assert "entries CSV row 6 (entry e5), chips" in where
@@ -308,11 +279,11 @@ def test_it_maps_engine_problems_back_to_csv_rows_and_form_fields(support):
 def test_it_names_the_csv_row_of_an_engine_problem(support):
     entries = ENTRIES_CSV.replace("e2,p2,king,active,30000", "e2,p1,king,active,30000")
     with pytest.raises(Refused) as refused:
-        import_csv(entries, PRIZES_CSV, _fields(), acting_user=support)
+        import_csv(entries, PRIZES_CSV, csv_fields(), acting_user=support)
     assert refused.value.problems[0][0] == "entries CSV row 3 (entry e2), player_id"
     prizes = PRIZES_CSV.replace("2,300.00", "2,30.0.0")
     with pytest.raises(Refused) as refused:
-        import_csv(ENTRIES_CSV, prizes, _fields(), acting_user=support)
+        import_csv(ENTRIES_CSV, prizes, csv_fields(), acting_user=support)
     assert refused.value.problems[0][0] == "prize table CSV row 3, amount"
     _nothing_stored()
 
@@ -346,7 +317,7 @@ def test_it_names_the_csv_row_of_an_engine_problem(support):
 )
 def test_it_refuses_bad_csv_naming_row_and_column(support, entries, prizes, fields, where):
     with pytest.raises(Refused) as refused:
-        import_csv(entries, prizes, _fields(**fields), acting_user=support)
+        import_csv(entries, prizes, csv_fields(**fields), acting_user=support)
     assert where in [w for w, _ in refused.value.problems], refused.value.problems
     _nothing_stored()
 
@@ -361,7 +332,7 @@ def test_it_lists_unreadable_cells_and_the_engines_problems_at_once_by_row(suppo
         "e1,p3,cid,eliminated,0\n"
     )
     with pytest.raises(Refused) as refused:
-        import_csv(entries.encode(), PRIZES_CSV, _fields(fee="3,00"), acting_user=support)
+        import_csv(entries.encode(), PRIZES_CSV, csv_fields(fee="3,00"), acting_user=support)
     problems = dict(refused.value.problems)
     assert problems["entries CSV row 2 (entry e1), chips"] == "'48x200' is not a whole number"
     assert "above 0" in problems["entries CSV row 3 (entry e2), chips"]
@@ -377,7 +348,7 @@ def test_it_keeps_the_optional_email_of_csv_and_json_entries(support):
     entries = ENTRIES_CSV.replace("prize_awarded\n", "prize_awarded,email\n", 1).replace(
         "e2,p2,king,active,30000,,,,\n", "e2,p2,king,active,30000,,,,,King@Example.test\n"
     )
-    snapshot = import_csv(entries.encode(), PRIZES_CSV, _fields(), acting_user=support)
+    snapshot = import_csv(entries.encode(), PRIZES_CSV, csv_fields(), acting_user=support)
     assert dict(snapshot.entries.exclude(email="").values_list("entry_id", "email")) == {
         "e2": "King@Example.test"
     }

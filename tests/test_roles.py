@@ -14,7 +14,7 @@ from refunds_admin.incidents.services import import_csv
 from refunds_admin.proposals import services as proposals
 
 from .factories import cancelled_incident, import_doc, open_incident
-from .test_import import ENTRIES_CSV, PRIZES_CSV, _fields
+from .support.csv_data import ENTRIES_CSV, PRIZES_CSV, csv_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +33,7 @@ ACTIONS = {
     "import a snapshot": (PREPARE, lambda h: lambda u: import_doc(u)),
     "import CSV": (
         PREPARE,
-        lambda h: lambda u: import_csv(ENTRIES_CSV, PRIZES_CSV, _fields(), acting_user=u),
+        lambda h: lambda u: import_csv(ENTRIES_CSV, PRIZES_CSV, csv_fields(), acting_user=u),
     ),
     "record an incident": (
         PREPARE,

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from refunds_admin.payouts import SnapshotError, compute_proposal, parse_snapshot, stored
 from refunds_admin.tournaments import services as tournaments
 from refunds_admin.tournaments.models import Snapshot
+from tests.support.strategies import SETTINGS, snapshots
 
 from .factories import import_doc, snapshot_doc
 from .support.formats import format_snapshots
-from .test_engine_properties import SETTINGS, snapshots
 
 
 def _snapshot_of(path):
