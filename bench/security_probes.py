@@ -4,7 +4,7 @@
     DEBUG=1 .venv/bin/python bench/security_probes.py          # SQLite
     DATABASE_URL=postgres://... .venv/bin/python bench/security_probes.py   # + database probes
 
-It builds its data through the app's services (tests/factories.py), as the tests do, and talks
+It builds its data through the app's services (tests/support/factories.py), as the tests do, and talks
 to the app through Django's test client (the views, middleware and API as served).
 """
 

@@ -46,7 +46,7 @@ def env_list(name, default=""):
 
 # Off unless asked for: a worker, beat or manage.py started with the production environment must
 # never run with the debug page (which shows the settings) or skip the production checks below.
-# `make run` and the test suite (tests/settings.py) turn it on.
+# `make run` and the test suite (tests/support/settings.py) turn it on.
 DEBUG = env_bool("DEBUG", default=False)
 SECRET_KEY = env("SECRET_KEY")
 if not SECRET_KEY:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 # Real Celery worker processes for tests (posting, and the browser journeys).
-from tests.posting_support import celery_worker_process  # noqa: F401
+from tests.support.posting_support import celery_worker_process  # noqa: F401
 
 # Hypothesis: few examples by default, for quick loops while working; CI exports
 # HYPOTHESIS_PROFILE=ci for a thorough search. Tests leave the number of examples to the profile.
@@ -116,7 +116,7 @@ def support(db, django_user_model):
 
 def _enrolled(user):
     """Managers sign decisions with a second factor: the personas have their app enrolled."""
-    from tests.factories import enrol_device
+    from tests.support.factories import enrol_device
 
     enrol_device(user)
     return user
@@ -181,7 +181,7 @@ def superuser(db, django_user_model):
 def admin_client(client, superuser):
     """A client signed in to the Django admin through its own sign-in form: password and a
     current code from the superuser's authenticator (OTPAdminSite)."""
-    from tests.factories import totp_code
+    from tests.support.factories import totp_code
 
     response = client.post(
         "/admin/login/?next=/admin/",

@@ -13,7 +13,7 @@ KEY_PREFIX = "proposal-"
 SEPARATOR = "/"
 # RFC 3986 unreserved characters, as a regular-expression class: an id keeps them as they are,
 # every other character is percent-encoded (UTF-8, upper-case hex). urllib's quote(safe="")
-# leaves exactly these (tests/test_db_face.py checks every ASCII character).
+# leaves exactly these (tests/services/test_db_face.py checks every ASCII character).
 UNRESERVED = "A-Za-z0-9._~-"
 
 

@@ -88,7 +88,7 @@ def _execute_meanwhile(statements, meanwhile):
     statements), and `meanwhile` runs on the other core. These statements bypass Django's cursor
     wrappers (query logging), which live in the first thread.
 
-    Safe under a failure in either thread (tests/test_db_face.py, on PostgreSQL): this thread
+    Safe under a failure in either thread (tests/services/test_db_face.py, on PostgreSQL): this thread
     always waits for the second before going on, so the connection is never used by both once
     this returns or raises; whichever fails, the error reaches the caller, whose transaction
     rolls back the bare table and its indexes, and the connection is usable afterwards.

@@ -3,7 +3,7 @@ proposal does not parse and validate a 100k-entry document again.
 
 The document stays the record: it is what was received, what an auditor replays, and what this
 form is derived from at import, in the same transaction. This form is only a faster way back to
-the very same `Snapshot`: `load(dump(s)) == s` (tests/test_stored_snapshot.py). Columns travel as
+the very same `Snapshot`: `load(dump(s)) == s` (tests/engine/test_stored_snapshot.py). Columns travel as
 JSON arrays, which orjson reads about ten times faster than the entry objects of the document,
 and zlib at its fastest level makes them small (about a sixth) for the database.
 

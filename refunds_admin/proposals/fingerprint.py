@@ -7,7 +7,7 @@ rows, so that no line leaves PostgreSQL. Both must produce the same bytes, so th
 built from the engine's own canonical line (its %-format string) and a list naming the column
 each `%s` holds: the two cannot drift apart without this module refusing to load (`_concat`
 counts the fields, `_REFUND_PART` is checked against the engine's refunds_text) or
-tests/test_formats.py failing (it compares them byte for byte on PostgreSQL, on proposals with
+tests/services/test_formats.py failing (it compares them byte for byte on PostgreSQL, on proposals with
 every component).
 
 Two canonical forms (payouts.rules):

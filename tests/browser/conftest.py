@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from refunds_admin.accounts import mfa
-from tests.factories import dumps, sunday_major_doc, totp_code
+from tests.support.factories import dumps, sunday_major_doc, totp_code
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 

@@ -1,4 +1,4 @@
-"""Waiting for what a worker does in the background. Test data comes from tests.factories."""
+"""Waiting for what a worker does in the background. Test data comes from tests.support.factories."""
 
 import time
 

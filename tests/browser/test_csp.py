@@ -15,7 +15,12 @@ from urllib.parse import urldefrag, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from tests.factories import approved_proposal, open_incident, submitted_proposal, sunday_major_doc
+from tests.support.factories import (
+    approved_proposal,
+    open_incident,
+    submitted_proposal,
+    sunday_major_doc,
+)
 
 from .conftest import is_csp_violation, watch_csp
 from .helpers import wait_until_posted
@@ -142,7 +147,7 @@ def test_it_shows_the_admin_to_a_superuser_without_a_csp_violation(
 ):
     """The superuser's pages are Django's admin: its list, change and history pages keep to
     the same policy (its sign-in asks for the authenticator code too)."""
-    from tests.factories import totp_code
+    from tests.support.factories import totp_code
 
     context = browser.new_context(base_url=live_server.url)
     watch_csp(context, csp_violations)

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.factories import dumps, knockout_doc, totp_code
+from tests.support.factories import dumps, knockout_doc, totp_code
 
 from .conftest import shot, shot_of
 

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.tournaments.models import Tournament
-from tests.factories import totp_code
+from tests.support.factories import totp_code
 
 from .conftest import shot, shot_of, snapshot_file
 
@@ -87,7 +87,7 @@ def test_it_takes_a_tournament_from_snapshot_to_posted_refunds(
 
     # Meanwhile another table failed 12 minutes ago, and (with a worker on Redis) another
     # tournament's refunds are being posted: the manager's dashboard shows all of it.
-    from tests.factories import open_incident, partly_posted_proposal, sunday_major_doc
+    from tests.support.factories import open_incident, partly_posted_proposal, sunday_major_doc
 
     open_incident(
         support,
@@ -146,7 +146,7 @@ def test_it_lets_an_auditor_find_replay_and_export_an_incident(
     open_as, support, other_manager, auditor, request
 ):
     from tests.browser.helpers import wait_until_posted
-    from tests.factories import approved_proposal, sunday_major_doc
+    from tests.support.factories import approved_proposal, sunday_major_doc
 
     _start_worker_if_needed(request)
     proposal = approved_proposal(
@@ -219,7 +219,7 @@ def test_it_shows_every_error_of_a_bad_csv_and_saves_nothing(open_as, support, t
 
 
 def test_it_never_lets_a_manager_approve_their_own_proposal(open_as, manager, support, live_server):
-    from tests.factories import submitted_proposal, sunday_major_doc
+    from tests.support.factories import submitted_proposal, sunday_major_doc
 
     proposal = submitted_proposal(manager, doc=sunday_major_doc("UP-OWN-1"))
     page = open_as(manager)

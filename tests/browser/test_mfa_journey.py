@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 
 from refunds_admin.accounts import mfa
 from refunds_admin.proposals.models import PayoutProposal
-from tests.factories import submitted_proposal
+from tests.support.factories import submitted_proposal
 
 from .conftest import shot
 

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from refunds_admin.outages.models import Outage
 from refunds_admin.proposals.models import PayoutProposal
-from tests.factories import import_doc, sunday_major_doc, totp_code
+from tests.support.factories import import_doc, sunday_major_doc, totp_code
 
 from .conftest import shot
 

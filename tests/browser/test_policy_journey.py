@@ -6,7 +6,7 @@ import pytest
 
 from refunds_admin.policies import services as policies
 from refunds_admin.policies.models import PolicyVersion
-from tests.factories import import_doc, totp_code
+from tests.support.factories import import_doc, totp_code
 
 from .conftest import shot
 

@@ -4,7 +4,7 @@ import pytest
 from playwright.sync_api import expect
 
 from refunds_admin.proposals.models import PayoutProposal
-from tests.factories import open_incident, prepared_outage, sunday_major_doc
+from tests.support.factories import open_incident, prepared_outage, sunday_major_doc
 
 pytestmark = pytest.mark.browser
 

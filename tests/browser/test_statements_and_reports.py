@@ -1,6 +1,6 @@
 """Journeys in a real Chromium: support finds a player by e-mail, sees each tournament's state and
 prints the statement; an auditor reads the finance report (chart, CSV, a posting's credits);
-a manager turns a kind of e-mail off. Data through the services (tests/factories.py)."""
+a manager turns a kind of e-mail off. Data through the services (tests/support/factories.py)."""
 
 from datetime import timedelta
 
@@ -16,7 +16,7 @@ from refunds_admin.notifications import services as notifications
 from refunds_admin.notifications import staff
 from refunds_admin.notifications.models import StaffKind
 from refunds_admin.payouts.money import display
-from tests.factories import approved_proposal, open_incident, posted_proposal
+from tests.support.factories import approved_proposal, open_incident, posted_proposal
 
 from .conftest import shot
 

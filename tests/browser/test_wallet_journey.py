@@ -13,7 +13,7 @@ from django.utils import timezone
 from refunds_admin.ledger.models import Credit, PostedTotal
 from refunds_admin.outages import services as outages
 from refunds_admin.proposals.models import PayoutProposal
-from tests.factories import import_doc, sunday_major_doc, totp_code
+from tests.support.factories import import_doc, sunday_major_doc, totp_code
 
 from .conftest import shot
 

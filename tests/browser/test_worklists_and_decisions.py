@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from refunds_admin.incidents import services as incidents
 from refunds_admin.incidents.models import Incident
-from tests.factories import (
+from tests.support.factories import (
     approved_proposal,
     open_incident,
     submitted_proposal,

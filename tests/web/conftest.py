@@ -8,7 +8,7 @@ from django.core.cache import cache
 
 from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals import services as proposals
-from tests.factories import open_incident, sunday_special_doc
+from tests.support.factories import open_incident, sunday_special_doc
 
 STARTS = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 FAILED = STARTS + timedelta(hours=3, minutes=14)

@@ -1,5 +1,5 @@
 """Issue 11: the approver decides with the whole picture; staff get their worklists; and the
-defects found on the way. Data through the services (tests/factories.py) only.
+defects found on the way. Data through the services (tests/support/factories.py) only.
 
 The standard tournament (factories): 10 entries, 4 active (40,000 / 30,000 / 20,000 / 10,000
 chips), prizes 500 / 300 / 200, buy-in 30 + fee 3, failing 1 h 20 min after the start:
@@ -26,7 +26,7 @@ from refunds_admin.incidents import services as incidents
 from refunds_admin.incidents.models import Incident
 from refunds_admin.proposals import services as proposals
 from refunds_admin.web import queries
-from tests.factories import (
+from tests.support.factories import (
     approved_proposal,
     cancelled_incident,
     draft_proposal,

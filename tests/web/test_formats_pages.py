@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from refunds_admin.proposals.models import PayoutProposal
-from tests.factories import draft_proposal, knockout_doc, snapshot_doc, submitted_proposal
+from tests.support.factories import draft_proposal, knockout_doc, snapshot_doc, submitted_proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -198,7 +198,7 @@ def test_the_bounty_conservation_warning_reaches_the_approver(client, support, m
 
 def test_approving_non_cash_refunds_from_the_page_approves_them(client, support, manager):
     # Issue 19's page refused them, saying why; since issue 20 the wallet returns them.
-    from tests.factories import totp_code
+    from tests.support.factories import totp_code
 
     proposal = submitted_proposal(support, doc=_full_refund_doc(knockout_doc()))
     client.force_login(manager)

@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from refunds_admin.incidents.models import Incident
-from tests.factories import import_doc
+from tests.support.factories import import_doc
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from refunds_admin.accounts.signin import normalise_username
 from refunds_admin.audit.models import AuditEvent
-from tests.factories import enrol_device, submitted_proposal, totp_code
+from tests.support.factories import enrol_device, submitted_proposal, totp_code
 
 pytestmark = pytest.mark.django_db
 LIMIT = 5

@@ -9,7 +9,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from refunds_admin.accounts import mfa
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
-from tests.factories import open_incident, submitted_proposal, totp_code
+from tests.support.factories import open_incident, submitted_proposal, totp_code
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from refunds_admin.incidents.models import Incident
 from refunds_admin.outages.models import Outage
 from refunds_admin.proposals.models import PayoutProposal
 from tests.conftest import password_only_login
-from tests.factories import open_incident, outage, submitted_proposal, totp_code
+from tests.support.factories import open_incident, outage, submitted_proposal, totp_code
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from refunds_admin.outages.models import Outage
 from refunds_admin.proposals import batches
 from refunds_admin.proposals.models import PayoutProposal
-from tests.factories import import_doc, outage, prepared_outage, snapshot_doc, totp_code
+from tests.support.factories import import_doc, outage, prepared_outage, snapshot_doc, totp_code
 
 from .conftest import login
 
@@ -182,7 +182,7 @@ def test_the_preparer_sees_four_eyes_and_cannot_approve(client, manager, other_m
 
 def test_the_report_and_its_csv(client, support, manager, auditor):
     o = prepared_outage(support)
-    from tests.factories import approve_outage
+    from tests.support.factories import approve_outage
 
     approve_outage(o, manager)
     login(client, auditor)
@@ -241,7 +241,7 @@ def test_the_incident_page_names_its_outage(client, support):
 
 def test_the_review_page_flags_a_stale_proposal_before_approval(client, support, manager):
     from refunds_admin.incidents.services import import_snapshot
-    from tests.factories import dumps
+    from tests.support.factories import dumps
 
     o = prepared_outage(support)
     import_snapshot(

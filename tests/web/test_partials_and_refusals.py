@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import has_vary_header
 
-from ..factories import open_incident, submitted_proposal, totp_code
+from tests.support.factories import open_incident, submitted_proposal, totp_code
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -1,5 +1,5 @@
 """The policy pages, and every page saying which policy applies and why the rule follows.
-Data through the services (tests/factories.py)."""
+Data through the services (tests/support/factories.py)."""
 
 import html
 import io
@@ -13,7 +13,7 @@ from refunds_admin.policies import services as policies
 from refunds_admin.policies.models import PolicyVersion
 from refunds_admin.proposals import services as proposals
 from refunds_admin.proposals.models import PayoutLine
-from tests.factories import (
+from tests.support.factories import (
     draft_proposal,
     import_doc,
     policy_doc,
@@ -240,7 +240,7 @@ def test_the_incident_proposal_approval_and_statement_pages_name_the_policy(
 
 
 def test_the_outage_pages_name_each_tournaments_policy(client, support, manager):
-    from tests.factories import outage, prepared_outage
+    from tests.support.factories import outage, prepared_outage
 
     recorded = outage(support, external_ids=("OUT-A",))
     client.force_login(manager)

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from refunds_admin.proposals.services import prepare_proposal, submit_proposal
 from refunds_admin.web import queries
-from tests.factories import (
+from tests.support.factories import (
     cancelled_incident,
     draft_proposal,
     submitted_proposal,

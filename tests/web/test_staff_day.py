@@ -64,7 +64,7 @@ def test_recent_activity_leaves_out_the_authenticators_confirmed(client, world, 
 
 
 def _major_with_ranges(external_id="UP-RANGES-1"):
-    from tests.factories import sunday_major_doc
+    from tests.support.factories import sunday_major_doc
 
     doc = sunday_major_doc(external_id, entries=400, active=60)
     doc["tournament"]["prizes"] = [
@@ -78,7 +78,7 @@ def _major_with_ranges(external_id="UP-RANGES-1"):
 
 @pytest.mark.django_db
 def test_the_tournament_page_shows_prize_ranges_as_imported(client, support):
-    from tests.factories import import_doc
+    from tests.support.factories import import_doc
 
     snapshot = import_doc(support, _major_with_ranges())
     client.force_login(support)
@@ -97,7 +97,7 @@ def test_the_tournament_page_shows_prize_ranges_as_imported(client, support):
 
 @pytest.mark.django_db
 def test_the_stored_snapshot_downloads_byte_for_byte_from_its_page(client, support, auditor):
-    from tests.factories import dumps, import_doc
+    from tests.support.factories import dumps, import_doc
 
     doc = _major_with_ranges("UP-DOC-1")
     snapshot = import_doc(support, doc)
@@ -128,7 +128,7 @@ def _form(page, form_id):
 
 @pytest.mark.django_db
 def test_the_outage_page_asks_before_each_batch_decision(client, support, manager):
-    from tests.factories import outage
+    from tests.support.factories import outage
 
     recorded = outage(support)
     client.force_login(manager)
@@ -151,7 +151,7 @@ def test_the_outage_page_asks_before_each_batch_decision(client, support, manage
 def test_the_batch_review_names_the_amount_and_asks_before_approving(client, support, manager):
     from refunds_admin.payouts.money import display
     from refunds_admin.proposals.models import PayoutProposal
-    from tests.factories import prepared_outage
+    from tests.support.factories import prepared_outage
 
     prepared = prepared_outage(support)
     total = sum(PayoutProposal.objects.values_list("total_cents", flat=True))
@@ -170,7 +170,7 @@ def test_the_batch_review_names_the_amount_and_asks_before_approving(client, sup
 def test_a_manager_rejects_the_batch_on_the_review_page(client, support, manager):
     from refunds_admin.audit.models import AuditEvent
     from refunds_admin.proposals.models import PayoutProposal
-    from tests.factories import prepared_outage
+    from tests.support.factories import prepared_outage
 
     prepared = prepared_outage(support)
     ids = list(PayoutProposal.objects.values_list("pk", flat=True))
@@ -203,7 +203,7 @@ def test_a_manager_rejects_the_batch_on_the_review_page(client, support, manager
 @pytest.mark.django_db(transaction=True)
 def test_the_outage_page_does_not_say_preparing_after_the_run_is_done(client, support, monkeypatch):
     from refunds_admin.celery import app
-    from tests.factories import cancelled_outage
+    from tests.support.factories import cancelled_outage
 
     monkeypatch.setitem(app.conf, "task_always_eager", True)  # as without REDIS_URL
 
@@ -228,7 +228,7 @@ def _re_entry_doc(external_id="UP-REENTRY-1", entries=400):
 
     from django.utils import timezone
 
-    from tests.factories import sunday_major_doc
+    from tests.support.factories import sunday_major_doc
 
     doc = sunday_major_doc(
         external_id,
@@ -243,7 +243,7 @@ def _re_entry_doc(external_id="UP-REENTRY-1", entries=400):
 
 @pytest.mark.django_db
 def test_player_lookup_says_when_the_list_was_cut(client, support):
-    from tests.factories import import_doc
+    from tests.support.factories import import_doc
 
     import_doc(support, _re_entry_doc(entries=120))  # screen names shark0000 ... shark0119
     client.force_login(support)
@@ -258,7 +258,7 @@ def test_player_lookup_says_when_the_list_was_cut(client, support):
 def test_support_finds_a_player_by_the_amount_they_quote_and_one_total_over_re_entries(
     client, support
 ):
-    from tests.factories import draft_proposal
+    from tests.support.factories import draft_proposal
 
     draft_proposal(support, doc=_re_entry_doc())
     client.force_login(support)
@@ -282,7 +282,7 @@ def test_support_finds_a_player_by_the_amount_they_quote_and_one_total_over_re_e
 def test_the_incident_form_leaves_out_frozen_tournaments_and_those_with_an_incident(
     client, support, manager
 ):
-    from tests.factories import approved_proposal, import_doc, open_incident
+    from tests.support.factories import approved_proposal, import_doc, open_incident
 
     free = import_doc(support, external_id="FREE-1").tournament
     busy = open_incident(support, external_id="BUSY-1").tournament
@@ -343,7 +343,7 @@ def test_a_replay_from_the_audit_history_opens_under_its_row_naming_the_proposal
 
 @pytest.mark.django_db
 def test_the_batch_review_gives_each_tournaments_facts(client, support, manager):
-    from tests.factories import prepared_outage
+    from tests.support.factories import prepared_outage
 
     prepared = prepared_outage(support)
     client.force_login(manager)
@@ -357,7 +357,7 @@ def test_the_outage_report_names_the_approver(client, support, manager, auditor)
     import csv
     import io
 
-    from tests.factories import approve_outage, prepared_outage
+    from tests.support.factories import approve_outage, prepared_outage
 
     prepared = prepared_outage(support)
     approve_outage(prepared, manager)
@@ -417,7 +417,7 @@ def test_the_breakdown_opens_on_the_entries_paid_largest_first(client, world, au
 def test_preparing_again_keeps_the_version_and_shows_what_changed(client, support, manager):
     from refunds_admin.incidents import services as incidents
     from refunds_admin.proposals import services as proposals
-    from tests.factories import draft_proposal
+    from tests.support.factories import draft_proposal
 
     first = draft_proposal(support, external_id="UP-AGAIN-1")
     incident = first.incident
@@ -441,7 +441,7 @@ def test_preparing_again_keeps_the_version_and_shows_what_changed(client, suppor
 
 @pytest.mark.django_db
 def test_an_auditor_replays_an_outage_from_its_report(client, support, auditor):
-    from tests.factories import prepared_outage
+    from tests.support.factories import prepared_outage
 
     prepared = prepared_outage(support)
     client.force_login(auditor)
@@ -458,7 +458,7 @@ def test_an_auditor_replays_an_outage_from_its_report(client, support, auditor):
 
 @pytest.mark.django_db
 def test_the_approver_is_told_a_non_cash_prize_counted_at_its_cash_value(client, support, manager):
-    from tests.factories import submitted_proposal
+    from tests.support.factories import submitted_proposal
 
     doc = _major_with_ranges("UP-NONCASH-1")  # place 41: a Main event ticket, USD 120.00
     proposal = submitted_proposal(support, doc=doc)
@@ -476,7 +476,7 @@ def test_the_approver_is_told_a_non_cash_prize_counted_at_its_cash_value(client,
 
 @pytest.mark.django_db
 def test_outage_refusals_name_fields_by_their_labels(client, support):
-    from tests.factories import outage
+    from tests.support.factories import outage
 
     recorded = outage(support)
     client.force_login(support)
@@ -524,7 +524,7 @@ def test_the_outage_form_previews_the_rule_of_each_tournament(client, support):
 
     from django.utils import timezone
 
-    from tests.factories import import_doc, snapshot_doc
+    from tests.support.factories import import_doc, snapshot_doc
 
     import_doc(support, external_id="RULE-LATE")  # started 2 hours ago
     import_doc(
@@ -555,7 +555,7 @@ def test_support_sends_a_player_their_statement_to_the_address_they_give(
     from django.core import mail
 
     from refunds_admin.audit.models import AuditEvent
-    from tests.factories import approved_proposal
+    from tests.support.factories import approved_proposal
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     proposal = approved_proposal(support, manager, doc=_re_entry_doc("UP-SEND-1"))
@@ -622,7 +622,7 @@ def test_a_csv_missing_a_column_is_refused_for_that_alone_and_the_choices_are_na
 
 @pytest.mark.django_db
 def test_the_outage_history_names_the_cause_and_the_time_in_words(client, support):
-    from tests.factories import outage
+    from tests.support.factories import outage
 
     recorded = outage(support)
     client.force_login(support)

@@ -104,7 +104,7 @@ def test_it_shows_open_incidents_with_a_countdown_and_overdue_ones_stand_out(
 
     from django.utils import timezone
 
-    from tests.factories import open_incident
+    from tests.support.factories import open_incident
 
     now = timezone.now().replace(microsecond=0)
     time_machine.move_to(now, tick=False)

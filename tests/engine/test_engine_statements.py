@@ -1,0 +1,71 @@
+"""A player's statement for each way a tournament ends: the policy's layout, to the cent."""
+
+from refunds_admin.payouts import compute_proposal, explain, parse_snapshot
+from tests.support.factories import active, engine_doc, out
+
+ENTRIES = [active(1, 3000), active(2, 1000), out(3)]
+
+
+def _explain(doc, entry_id):
+    return explain(compute_proposal(parse_snapshot(doc)), entry_id)
+
+
+def test_it_explains_the_full_refund_of_an_early_failure_with_the_elapsed_time():
+    text = _explain(engine_doc(entries=ENTRIES, failed_after="00:12:30"), "e1")
+    assert text == (
+        "Tournament T-1 Test: cancelled\n"
+        "Entry e1, player p1\n"
+        "Payout rule: Rule 1: full refund\n"
+        "Policy: UltimatePoker.com tournament cancellation policy (ultimatepoker-2026, version 1)\n"
+        "\n"
+        "The tournament failed 12 min 30 s after the start, within 20 minutes: every registered"
+        " entry is refunded its buy-in and fee.\n"
+        "\n"
+        "Your payout:\n"
+        "Buy in refund\t$30.00\n"
+        "Refund of tournament fee\t$3.00\n"
+        "Total paid out\t$33.00"
+    )
+
+
+def test_it_explains_a_failure_before_play_began_to_an_eliminated_entry_too():
+    doc = engine_doc(entries=ENTRIES)
+    doc["incident"]["failed_at"] = "2026-11-29T17:55:00Z"  # five minutes before the start
+    text = _explain(doc, "e3")
+    assert "The tournament failed before play began: every registered entry is refunded" in text
+    assert text.endswith("Total paid out\t$33.00")
+
+
+def test_it_explains_a_site_wide_issue_as_managements_finding():
+    text = _explain(engine_doc(entries=ENTRIES, failed_after="01:00:00", site_wide=True), "e2")
+    assert "Site issues impaired play throughout the tournament, in management's finding" in text
+    assert "after the start" not in text
+    assert text.endswith("Total paid out\t$33.00")
+
+
+def test_it_tells_an_eliminated_entry_it_gets_nothing_under_rule_2():
+    text = _explain(engine_doc(entries=ENTRIES + [active(4, 500)], failed_after="01:00:00"), "e3")
+    assert "Total prize pool\t$90.00" in text
+    assert "This entry was eliminated before the tournament was cancelled: no refund." in text
+    assert text.endswith("Total paid out\t$0.00")
+
+
+def test_it_sums_the_buy_in_refunds_when_entries_paid_different_buy_ins():
+    # e2 came in on a 10.00 discount seat: 30 + 10 + 30 = 70.00 is no "X for each" amount.
+    entries = [active(1, 3000), active(2, 1000) | {"buy_in_paid": "10.00"}, active(4, 500)]
+    text = _explain(engine_doc(entries=entries, failed_after="01:00:00"), "e2")
+    assert "Buy-in refunds to the 3 players remaining\t$70.00" in text
+    assert "Amount remaining for chip equity disbursement\t$20.00" in text
+    # Exact shares 13.333..., 4.444... and 2.222...: the floors leave one cent, which goes to
+    # the largest remainder, e2's.
+    assert "Your share of remaining amount (1,000/4,500 X $20)\t$4.45" in text
+    assert "Buy in refund\t$10.00" in text
+    assert text.endswith("Total paid out\t$17.45")
+
+
+def test_it_never_claims_an_amount_for_each_when_the_buy_ins_differ_but_divide_evenly():
+    # 30 + 0 + 30 = 60.00 divides by 3, yet nobody was refunded 20.00.
+    entries = [active(1, 3000), active(2, 1000) | {"buy_in_paid": "0.00"}, active(4, 500)]
+    text = _explain(engine_doc(entries=entries, failed_after="01:00:00"), "e1")
+    assert "for each of the 3 players" not in text
+    assert "Buy-in refunds to the 3 players remaining\t$60.00" in text

@@ -1,0 +1,132 @@
+"""Four eyes: the manager who approves (or rejects) a proposal is none of the people it rests on:
+whoever prepared or submitted it, and the managers whose decisions chose its rule (the site-wide
+finding, "not resumable", for one tournament or a whole outage). Batches check it proposal by
+proposal, a sign-in set up by someone else decides nothing, and the database refuses an approval
+that slips past the services."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+
+from refunds_admin.accounts import credentials
+from refunds_admin.incidents import services as incidents
+from refunds_admin.outages import services as outages
+from refunds_admin.proposals import batches
+from refunds_admin.proposals import services as proposals
+from refunds_admin.proposals.models import PayoutProposal
+from tests.support.factories import (
+    approve_outage,
+    approved_policy_version,
+    cancelled_incident,
+    open_incident,
+    outage,
+    policy_doc,
+)
+from tests.support.factories import prepared_outage as _prepared
+
+pytestmark = pytest.mark.django_db
+
+
+def _submitted(support, incident):
+    proposal = proposals.prepare_proposal(incident, acting_user=support)
+    return proposals.submit_proposal(proposal, acting_user=support)
+
+
+def _approve(proposal, manager):
+    return proposals.approve_proposal(
+        proposal, acting_user=manager, fingerprint=proposal.fingerprint
+    )
+
+
+def test_the_manager_who_declared_not_resumable_may_not_approve(support, manager, other_manager):
+    incident = incidents.declare_not_resumable(
+        open_incident(support), reason="the database is gone", acting_user=manager
+    )
+    proposal = _submitted(support, incident)
+    assert proposal.declared_not_resumable_by == manager
+    assert not proposal.may_be_decided_by(manager)
+    assert proposal not in PayoutProposal.objects.awaiting_decision_by(manager)
+    with pytest.raises(PermissionDenied, match="declared not resumable.*four eyes"):
+        _approve(proposal, manager)
+    assert proposal in PayoutProposal.objects.awaiting_decision_by(other_manager)
+    assert _approve(proposal, other_manager).status == PayoutProposal.Status.APPROVED
+
+
+def test_the_manager_who_confirmed_the_site_wide_finding_may_not_approve(
+    support, manager, other_manager
+):
+    incident = incidents.confirm_site_wide_issue(
+        cancelled_incident(support), justification="lag everywhere", acting_user=manager
+    )
+    proposal = _submitted(support, incident)
+    assert proposal.site_wide_confirmed_by == manager and proposal.rule == "full_refund"
+    with pytest.raises(PermissionDenied, match="site-wide finding.*four eyes"):
+        _approve(proposal, manager)
+    assert _approve(proposal, other_manager).approved_by == other_manager
+
+
+def test_the_manager_who_changed_the_tournaments_policy_may_not_approve(
+    support, manager, other_manager
+):
+    incident = cancelled_incident(support)
+    uncapped = approved_policy_version(
+        other_manager, manager, doc=policy_doc("ultimatepoker-2026", first_place_cap=False)
+    )
+    incidents.change_tournament_policy(
+        incident.tournament, uncapped, acting_user=manager, reason="the operator dropped the cap"
+    )
+    proposal = _submitted(support, incident)
+    assert proposal.policy_changed_by == manager
+    assert proposal not in PayoutProposal.objects.awaiting_decision_by(manager)
+    with pytest.raises(PermissionDenied, match="cancellation policy.*four eyes"):
+        _approve(proposal, manager)
+    assert _approve(proposal, other_manager).approved_by == other_manager
+
+
+def test_a_batch_refuses_the_manager_whose_outage_decision_chose_the_rule(
+    support, manager, other_manager
+):
+    an_outage = outage(support, failed_ago=timedelta(minutes=10))
+    outages.declare_rest_not_resumable(an_outage, reason="DC lost", acting_user=manager)
+    outages.confirm_site_wide_issue(
+        an_outage, justification="all lagged", acting_user=other_manager
+    )
+    batches.run_prepare(batches.start_prepare(an_outage, acting_user=support).pk)
+    for person in (manager, other_manager):
+        with pytest.raises(PermissionDenied, match="four eyes.*Nothing was approved"):
+            approve_outage(an_outage, person)
+    assert not PayoutProposal.objects.exclude(status=PayoutProposal.Status.SUBMITTED).exists()
+
+
+def test_a_batch_is_approved_by_a_manager_it_does_not_rest_on(support, manager):
+    an_outage = _prepared(support)
+    assert approve_outage(an_outage, manager)
+    assert set(PayoutProposal.objects.values_list("status", "approved_by")) == {
+        ("approved", manager.pk)
+    }
+
+
+def test_the_database_refuses_an_approval_by_who_chose_the_rule(support, manager):
+    incident = incidents.confirm_site_wide_issue(
+        cancelled_incident(support), justification="lag", acting_user=manager
+    )
+    proposal = _submitted(support, incident)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        PayoutProposal.objects.filter(pk=proposal.pk).update(
+            status="approved", approved_by=manager, approved_fingerprint=proposal.fingerprint,
+            wallet="ledger",
+        )  # fmt: skip
+
+
+def test_a_manager_whose_sign_in_someone_else_set_decides_nothing_until_they_change_it(
+    support, manager, other_manager, superuser
+):
+    proposal = _submitted(support, cancelled_incident(support))
+    credentials.set_for(manager, credentials.DEVICE, by=superuser)
+    assert "set by root" in proposal.why_not_decided_by(manager)
+    with pytest.raises(PermissionDenied, match="set by root"):
+        _approve(proposal, manager)
+    credentials.set_by_themselves(manager, credentials.DEVICE)
+    assert _approve(proposal, manager).approved_by == manager

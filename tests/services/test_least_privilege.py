@@ -1,0 +1,95 @@
+"""The app's database role cannot rewrite history (PostgreSQL): it owns no table, so it cannot
+DISABLE TRIGGER, TRUNCATE, ALTER or detach partitions, it may only insert audit events and
+credits, and it cannot touch the lines of a decided proposal -- yet the whole flow (import,
+prepare, submit, approve, post) runs as that role.
+
+The test creates the role itself (`refunds_app_<test database>`, inside the test's transaction,
+so nothing outlives it), grants it its rights with `grant_app_role` as the owner would, and
+switches its connection to it with SET LOCAL ROLE.
+"""
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import DatabaseError, connection, transaction
+
+from refunds_admin.db import partition_bound
+from refunds_admin.ledger import posting as ledger
+from refunds_admin.proposals import services as proposals
+from refunds_admin.proposals.models import PayoutLine, PayoutProposal
+from tests.support.factories import draft_proposal
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+
+@pytest.fixture
+def as_app_role(support, manager, other_manager):
+    role = f"refunds_app_{connection.settings_dict['NAME']}"[:63]
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE ROLE {connection.ops.quote_name(role)} NOLOGIN")
+    call_command("grant_app_role", role)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL ROLE {connection.ops.quote_name(role)}")
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    yield role
+    with connection.cursor() as cursor:
+        cursor.execute("RESET ROLE")
+
+
+def _refused(sql, params=()):
+    with pytest.raises(DatabaseError) as e, transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+    return str(e.value)
+
+
+PROBES = [
+    ("disable the audit's triggers", "ALTER TABLE audit_auditevent DISABLE TRIGGER ALL"),
+    ("truncate the audit", "TRUNCATE audit_auditevent"),
+    ("rewrite an audit event", "UPDATE audit_auditevent SET reason = 'nothing happened'"),
+    ("delete audit events", "DELETE FROM audit_auditevent"),
+    ("truncate the credits", "TRUNCATE ledger_credit"),
+    ("rewrite a credit", "UPDATE ledger_credit SET amount_cents = amount_cents + 1"),
+    ("drop a four-eyes constraint",
+     "ALTER TABLE proposals_payoutproposal DROP CONSTRAINT approver_is_not_preparer"),
+    ("switch triggers off for the session", "SET session_replication_role = replica"),
+]  # fmt: skip
+
+
+def test_the_whole_flow_runs_as_the_app_role_and_history_cannot_be_rewritten(
+    as_app_role, support, manager, capsys
+):
+    proposal = draft_proposal(support)  # COPY into a new partition, attached by the owner
+    proposal = proposals.submit_proposal(proposal, acting_user=support)
+    proposal = proposals.approve_proposal(
+        proposal, acting_user=manager, fingerprint=proposal.fingerprint
+    )
+    ledger.post_proposal(proposal.pk)
+    assert PayoutProposal.objects.get(pk=proposal.pk).status == "posted"
+
+    for what, sql in PROBES:
+        message = _refused(sql)
+        assert "permission denied" in message or "must be owner" in message, what
+    with connection.cursor() as cursor:
+        (part,) = partition_bound(cursor, PayoutLine._meta.db_table, proposal.pk)
+    assert "must be owner" in _refused(f"ALTER TABLE proposals_payoutline DETACH PARTITION {part}")
+    assert "permission denied" in _refused(f"UPDATE {part} SET total_cents = total_cents + 1")
+    assert "immutable" in _refused(
+        "UPDATE proposals_payoutline SET fee_refund_cents = fee_refund_cents + 1, "
+        "total_cents = total_cents + 1 WHERE proposal_id = %s",
+        [proposal.pk],
+    )
+    assert "only while it is a draft" in _refused(
+        "SELECT refunds_attach_partition('proposals_payoutline', %s, %s)", [part, proposal.pk]
+    )
+    # It may insert an audit event (that is its job), but not one that fits the chain.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO audit_auditevent (created_at, actor_name, action, object_type, "
+            "object_id, tournament_external_id, player_ids, reason, request_id, prev_hash, hash)"
+            " VALUES ('2020-01-01', 'system', 'proposal.approved', 'payoutproposal', '1', '', "
+            "'[]', 'back-dated', '', '', '')"
+        )
+    with pytest.raises(CommandError, match="broken at event") as e:
+        call_command("verify_audit")
+    assert e.value.returncode == 1

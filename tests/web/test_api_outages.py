@@ -1,0 +1,162 @@
+"""POST /api/outages: the platform reports one failure across many tournaments, under the token
+scheme of /api/snapshots; all or nothing, with a problem per unknown or snapshot-less tournament."""
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from refunds_admin.incidents.models import Incident
+from refunds_admin.outages.models import Outage
+from refunds_admin.tournaments.services import create_api_client
+from tests.support.factories import import_doc
+
+pytestmark = pytest.mark.django_db
+URL = "/api/outages"
+
+
+@pytest.fixture
+def api():
+    return Client(enforce_csrf_checks=True)
+
+
+@pytest.fixture
+def token(support):
+    return create_api_client("platform", user=support)[1]
+
+
+def _post(api, body, token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = body if isinstance(body, str) else json.dumps(body)
+    return api.post(URL, data=data, content_type="application/json", headers=headers)
+
+
+def _body(ids, **extra):
+    failed_at = (timezone.now() - timedelta(minutes=12)).replace(microsecond=0)
+    return {
+        "failed_at": failed_at.isoformat().replace("+00:00", "Z"),
+        "cause": "server_crash",
+        "description": "Data centre A lost power",
+        "external_ids": ids,
+        **extra,
+    }
+
+
+def test_it_records_an_outage_and_answers_201(api, token, support):
+    for x in ("A-1", "A-2"):
+        import_doc(support, external_id=x)
+    response = _post(api, _body(["A-1", "A-2"]), token)
+    assert response.status_code == 201, response.content
+    data = response.json()
+    outage = Outage.objects.get()
+    assert data["id"] == outage.pk
+    assert [i["external_id"] for i in data["incidents"]] == ["A-1", "A-2"]
+    assert outage.recorded_by == support and outage.description == "Data centre A lost power"
+    assert Incident.objects.filter(status="open").count() == 2
+
+
+def test_it_names_every_unknown_or_snapshot_less_tournament_and_records_nothing(
+    api, token, support
+):
+    import_doc(support, external_id="A-1")
+    response = _post(api, _body(["A-1", "NOPE-1", "NOPE-2"]), token)
+    assert response.status_code == 400
+    problems = response.json()["problems"]
+    assert [p["field"] for p in problems] == ["NOPE-1", "NOPE-2"]
+    assert "unknown tournament" in problems[0]["message"]
+    assert Outage.objects.count() == 0 and Incident.objects.count() == 0
+
+
+def test_it_refuses_a_tournament_the_incident_service_refuses(api, token, support):
+    import_doc(support, external_id="A-1")
+    import_doc(support, external_id="LATE", starts_at=timezone.now() - timedelta(minutes=5))
+    response = _post(api, _body(["A-1", "LATE"]), token)
+    assert response.status_code == 400
+    assert [p["field"] for p in response.json()["problems"]] == ["LATE"]
+    assert Incident.objects.count() == 0
+
+
+def test_it_refuses_bad_fields_with_a_problem_each(api, token, support):
+    body = _body(["GHOST"], cause="gremlins", failed_at="yesterday-ish", extra=1)
+    response = _post(api, body, token)
+    assert response.status_code == 400
+    fields = {p["field"] for p in response.json()["problems"]}
+    assert fields == {"extra", "failed_at", "cause", "GHOST"}
+    assert _post(api, "not json", token).status_code == 400
+    naive = _body(["GHOST"], failed_at="2026-01-01T10:00:00")
+    assert "time zone" in json.dumps(_post(api, naive, token).json())
+
+
+def test_it_needs_a_valid_token(api, support):
+    import_doc(support, external_id="A-1")
+    assert _post(api, _body(["A-1"])).status_code == 401
+    assert _post(api, _body(["A-1"]), "wrong").status_code == 401
+    assert Outage.objects.count() == 0
+
+
+def test_a_client_whose_user_lost_the_role_is_refused(api, token, support):
+    import_doc(support, external_id="A-1")
+    support.groups.clear()  # the account moved to another team
+    response = _post(api, _body(["A-1"]), token)
+    assert response.status_code == 403
+    assert Outage.objects.count() == 0
+
+
+def test_the_same_call_again_answers_200_with_the_outage_already_recorded(api, token, support):
+    for x in ("A-1", "A-2"):
+        import_doc(support, external_id=x)
+    body = _body(["A-1", "A-2"])
+    first = _post(api, body, token)
+    again = _post(api, body, token)  # the platform retried after a timeout
+    assert first.status_code == 201 and again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    assert Outage.objects.count() == 1 and Incident.objects.count() == 2
+    # A different set of tournaments at the same time is another call: refused, not merged.
+    other = _post(api, {**body, "external_ids": ["A-1"]}, token)
+    assert other.status_code == 400 and "already has an incident" in other.content.decode()
+
+
+def test_a_client_without_the_role_is_refused_before_its_body_is_read(api, token, support):
+    support.groups.clear()
+    assert _post(api, "[" * 100_000, token).status_code == 403
+    assert _post(api, "not json", token).status_code == 403
+
+
+def test_a_deactivated_users_token_no_longer_works(api, token, support):
+    import_doc(support, external_id="A-1")
+    support.is_active = False
+    support.save()
+    assert _post(api, _body(["A-1"]), token).status_code == 401
+    assert api.post(
+        "/api/snapshots", data="{}", content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    ).status_code == 401  # fmt: skip
+    assert Outage.objects.count() == 0
+
+
+def test_deep_nesting_is_a_400_not_a_500(api, token):
+    response = _post(api, "[" * 100_000 + "]" * 100_000, token)
+    assert response.status_code == 400 and "nested too deeply" in response.content.decode()
+    snapshots = api.post(
+        "/api/snapshots", data="[" * 100_000 + "]" * 100_000, content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )  # fmt: skip
+    assert snapshots.status_code == 400
+
+
+def test_a_huge_list_is_refused_without_being_looked_up(api, token, support):
+    too_many = _post(api, _body([f"X-{i}" for i in range(6000)]), token)
+    assert too_many.status_code == 400
+    assert len(too_many.json()["problems"]) == 1
+    huge = _post(api, _body(["X" * 100] * 20_000), token)
+    assert huge.status_code == 413 and len(huge.content) < 2000
+
+
+def test_an_error_lists_the_first_50_problems_and_their_count(api, token, support):
+    response = _post(api, _body([f"NOPE-{i}" for i in range(300)], cause="meteor"), token)
+    assert response.status_code == 400
+    body = response.json()
+    assert len(body["problems"]) == 50 and body["problems_total"] == 301
+    assert body["problems"][0]["field"] == "cause"

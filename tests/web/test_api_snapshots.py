@@ -1,0 +1,113 @@
+"""POST /api/snapshots: the game platform's import, with per-client tokens hashed at rest."""
+
+import hashlib
+import json
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from refunds_admin.tournaments.models import ApiClient, Snapshot, Tournament
+from refunds_admin.tournaments.services import create_api_client
+from tests.support.factories import dumps, snapshot_doc
+
+pytestmark = pytest.mark.django_db
+URL = "/api/snapshots"
+
+
+@pytest.fixture
+def api():
+    # enforce_csrf_checks: the API must work without a CSRF token (it has no session).
+    return Client(enforce_csrf_checks=True)
+
+
+@pytest.fixture
+def token(support):
+    return create_api_client("platform", user=support)[1]
+
+
+def _post(api, body, token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return api.post(URL, data=body, content_type="application/json", headers=headers)
+
+
+def test_it_imports_a_snapshot_and_answers_201(api, token):
+    body = dumps(snapshot_doc("API-1"))
+    response = _post(api, body, token)
+    assert response.status_code == 201, response.content
+    data = response.json()
+    snapshot = Snapshot.objects.get()
+    assert data["tournament"] == {"id": snapshot.tournament_id, "external_id": "API-1"}
+    assert data["snapshot"]["version"] == 1
+    assert data["snapshot"]["sha256"] == hashlib.sha256(body.encode()).hexdigest()
+    assert snapshot.source == "api" and snapshot.document == body
+    assert snapshot.imported_by.username == "sam_support"
+
+
+def test_it_stores_only_a_hash_of_the_token(token):
+    client = ApiClient.objects.get()
+    assert client.token_sha256 == hashlib.sha256(token.encode()).hexdigest()
+    assert token not in json.dumps(list(ApiClient.objects.values()), default=str)
+
+
+@pytest.mark.parametrize("header", [None, "Bearer nope", "Basic c2FtOnB3", "Bearer "])
+def test_it_answers_401_without_a_valid_token(api, token, header):
+    headers = {"Authorization": header} if header else {}
+    response = api.post(
+        URL, data=dumps(snapshot_doc()), content_type="application/json", headers=headers
+    )
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert "error" in response.json()
+    assert Tournament.objects.count() == 0
+
+
+def test_it_answers_401_for_a_switched_off_client(api, token):
+    ApiClient.objects.update(is_active=False)
+    assert _post(api, dumps(snapshot_doc()), token).status_code == 401
+
+
+def test_it_answers_403_when_the_clients_user_lacks_the_role(api, token, support):
+    support.groups.clear()
+    response = _post(api, dumps(snapshot_doc()), token)
+    assert response.status_code == 403
+    assert "may not import snapshots" in response.json()["error"]
+    assert Tournament.objects.count() == 0
+
+
+def test_it_answers_400_listing_every_problem(api, token):
+    doc = snapshot_doc()
+    doc["tournament"]["fee"] = 3.0
+    doc["entries"][0]["chips"] = 0
+    doc["entries"][4]["status"] = "gone"
+    response = _post(api, json.dumps(doc), token)
+    assert response.status_code == 400
+    data = response.json()
+    assert data["error"]
+    fields = [p["field"] for p in data["problems"]]
+    assert "tournament.fee" in fields
+    assert "entries[0] (e1).chips" in fields
+    assert "entries[4] (e5).status" in fields
+    assert all(p["message"] for p in data["problems"])
+    assert Tournament.objects.count() == 0
+
+
+def test_it_answers_400_for_a_body_that_is_not_json(api, token):
+    response = _post(api, "entries: none", token)
+    assert response.status_code == 400
+    assert response.json()["problems"][0]["field"] == "document"
+
+
+def test_it_accepts_only_post(api, token):
+    response = api.get(URL, headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 405
+
+
+def test_it_prints_the_token_once_from_the_command(api, support, capsys):
+    call_command("create_api_client", "platform-2", user=support.username)
+    out = capsys.readouterr().out
+    token = out.strip().splitlines()[-1]
+    assert ApiClient.objects.get(name="platform-2").token_sha256 == (
+        hashlib.sha256(token.encode()).hexdigest()
+    )
+    assert _post(api, dumps(snapshot_doc()), token).status_code == 201
