@@ -1,11 +1,10 @@
-"""A progressive knockout paid partly with a ticket, in a real Chromium (issue 19).
+"""A progressive knockout paid partly with a ticket, in a real Chromium.
 
 Support imports the snapshot (examples 11 and 13 are its models: bounties grown on the heads,
 an entry bought in with ticket TKT-1, another with tournament money), records a failure ten
 minutes into play and prepares the proposal: rule 1 gives every entry back what it paid, each
 part in the form paid. The proposal page, the approval page and the player's statement show the
-policy, the bounties and the returned ticket; the manager approves it (issue 19 refused this
-until the wallet could return tickets, issue 20).
+policy, the bounties and the returned ticket; another manager approves it.
 """
 
 from datetime import timedelta
@@ -88,7 +87,7 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     methods = mpage.inner_text("#decision-methods")
     assert "Tickets" in methods and "USD 43.00" in methods and "Tournament money" in methods
     assert "Prizes already paid" in mpage.inner_text("#decision-absorbed")
-    assert not mpage.locator("#approval-not-yet").count()  # issue 20: the wallet returns them
+    assert not mpage.locator("#approval-not-yet").count()  # the wallet returns them
     mpage.fill("#id_password", "pw-" + manager.username)
     mpage.fill("#id_otp_token", totp_code(manager))
     shot(mpage, "knockout-approval", max_height=1600)

@@ -1,4 +1,4 @@
-"""Two-factor sign-in in a real Chromium (issue 10): a new manager signs in, is sent to enrol,
+"""Two-factor sign-in in a real Chromium: a new manager signs in, is sent to enrol,
 scans (reads) the key, confirms it with a code computed from that key; approving is refused
 without a current code and done with one."""
 

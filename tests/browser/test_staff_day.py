@@ -1,4 +1,4 @@
-"""Issue 23 in Chromium: what a newcomer trial found, each as a person meets it."""
+"""In Chromium: what a newcomer trial found, each as a person meets it."""
 
 import pytest
 from playwright.sync_api import expect

@@ -1,4 +1,4 @@
-"""Refunds in the form paid, in a real Chromium (issue 20): a site-wide outage of two
+"""Refunds in the form paid, in a real Chromium: a site-wide outage of two
 tournaments whose players paid partly with tickets and tournament money; a manager confirms the
 site-wide issue (rule 1: a full refund, each part in the form paid), support prepares every
 proposal, another manager approves the batch; posting returns each ticket once; the posting

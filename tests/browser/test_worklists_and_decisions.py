@@ -1,4 +1,4 @@
-"""Issue 11 in a real Chromium: the approver's whole picture, the worklists, and every defect
+"""In Chromium: the approver's whole picture, the worklists, and every defect
 found (each journey names the defects it covers). Data is set up through the services
 (tests/browser/helpers.py); the browser does what staff do.
 """

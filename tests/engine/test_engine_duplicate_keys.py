@@ -1,4 +1,4 @@
-"""The duplicate-key check counts ':' without serialising the entries again (issue 15): the
+"""The duplicate-key check counts ':' without serialising the entries again: the
 count worked out from the bulk path's columns must be exactly what orjson would write."""
 
 import json

@@ -1,5 +1,5 @@
 """compute_payouts writes the proposal JSON from the columns: the same bytes as orjson's
-OPT_INDENT_2 of the document built dict by dict (issue 15), whatever the ids hold."""
+OPT_INDENT_2 of the document built dict by dict, whatever the ids hold."""
 
 import hashlib
 import io
@@ -27,7 +27,7 @@ NAMES = sorted(p.name.removesuffix(".scenario.json") for p in EXAMPLES.glob("*.s
 
 
 def reference(proposal: Proposal, fingerprint: bool) -> str:
-    """What the command printed before issue 15: a dict per line, serialised by orjson."""
+    """What the command printed before it wrote lines itself: a dict per line, serialised by orjson."""
     doc = proposal.to_json(with_lines=False, with_fingerprint=fingerprint)
     doc["lines"] = [line_json(ln) for ln in proposal.lines]
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE).decode()
@@ -85,7 +85,7 @@ def test_it_escapes_ids_as_orjson_does(doc, data):
 
 
 def reference_fingerprint(external_id, currency, rule, rows):
-    """The fingerprint as computed before issue 15 (str.format per line)."""
+    """The fingerprint as it was first computed (str.format per line)."""
     h = hashlib.sha256(fingerprint_header(external_id, currency, rule).encode())
     for entry_id, player_id, *amounts in rows:
         h.update(

@@ -1,4 +1,4 @@
-"""Hypothesis properties of the engine over generated snapshots (issue 2)."""
+"""Hypothesis properties of the engine over generated snapshots."""
 
 from fractions import Fraction
 

@@ -1,4 +1,4 @@
-"""Issue 10: every change to users, roles, permissions and API clients is audited, in the
+"""Every change to users, roles, permissions and API clients is audited, in the
 change's transaction, from the admin, a command or the shell (refunds_admin/audit/access.py)."""
 
 import pytest

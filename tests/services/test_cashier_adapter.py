@@ -171,7 +171,7 @@ def test_it_keeps_other_requests_going_while_one_waits_for_retry_after():
     assert fake.posts["k-slow"] == 2
 
 
-# -- methods and tickets (issue 20) -------------------------------------------------------------
+# -- methods and tickets -------------------------------------------------------------
 
 
 def _credit(component, method="cash", ticket_id="", cents=5500):

@@ -1,4 +1,4 @@
-"""Issue 10: downloads a spreadsheet cannot run and a browser can save; statements for any id."""
+"""Downloads a spreadsheet cannot run and a browser can save; statements for any id."""
 
 import csv
 import io

@@ -1,4 +1,4 @@
-"""Tournament formats in the app (issue 19, policies.md): knockout bounties, rebuys and add-ons,
+"""Tournament formats in the app (policies.md): knockout bounties, rebuys and add-ons,
 what an entry paid with, guarantees -- imported from every path, refused at import naming the
 entry and field with nothing stored, kept on the proposal's lines, fingerprinted, and refused
 at approval while the wallet cannot return tickets and tournament money.
@@ -422,8 +422,7 @@ def test_the_sql_twin_notices_a_changed_bounty(support):
 
 
 def test_approval_of_non_cash_refunds_posts_them(support, manager):
-    # Issue 19 refused this approval until the wallet could return tickets and tournament
-    # money (issue 20): now it posts each part in the form it was paid.
+    # Approving non-cash refunds posts each part in the form it was paid.
     proposal = proposals.submit_proposal(_full_refund(support, knockout_doc()), acting_user=support)
     approved = proposals.approve_proposal(
         proposal, acting_user=manager, fingerprint=proposal.fingerprint
@@ -558,7 +557,7 @@ def test_the_players_email_tells_the_bounty_and_the_equal_share(support, manager
 
 
 def test_a_batch_with_non_cash_refunds_is_approved_and_posts_them(support, manager):
-    # Issue 19 refused such a batch whole until the wallet returned tickets (issue 20).
+    # A batch with tickets is approved whole, and the wallet returns them.
     from tests.support.factories import approve_outage, prepared_outage
 
     ticket = {"method": "ticket", "amount": "33.00", "ticket_id": "TKT-9"}

@@ -1,4 +1,4 @@
-"""The outage report by form (issue 20): a site-wide outage of tournaments paid partly with
+"""The outage report by form: a site-wide outage of tournaments paid partly with
 tickets and tournament money costs so much cash, so much tournament money and so many tickets;
 the page and the CSV say it, per currency and per tournament."""
 

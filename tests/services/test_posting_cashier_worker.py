@@ -144,7 +144,7 @@ def test_it_survives_a_cashier_unavailable_longer_than_its_attempts(celery_worke
     assert_paid_exactly_once(proposal, cashier)
 
 
-# -- tickets and tournament money (issue 20) ---------------------------------------------------
+# -- tickets and tournament money ---------------------------------------------------
 
 
 def _terminate_worker_connections():

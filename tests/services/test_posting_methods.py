@@ -1,4 +1,4 @@
-"""Refunds returned in the form they were paid (issue 20): a ticket comes back as that ticket,
+"""Refunds returned in the form they were paid: a ticket comes back as that ticket,
 once, tournament money as tournament money, never as cash; "posted = approved" per method; a
 ticket the cashier cannot return is marked failed with its reason for a human. The ledger as
 the wallet and a real HTTP cashier on 127.0.0.1 (tests/support/fake_cashier.py); data built through the

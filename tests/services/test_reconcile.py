@@ -44,7 +44,7 @@ def test_it_reconciles_only_the_proposals_asked_about():
     assert first.pk in [row["proposal"] for row in selectors.reconcile()]
 
 
-# -- per method and per ticket (issue 20) -------------------------------------------------------
+# -- per method and per ticket -------------------------------------------------------
 
 
 def _ours():

@@ -50,7 +50,7 @@ def make_submitted_proposal(lines=10, *, amounts=None, currency="USD"):
 
 
 def third_non_cash(index, entry, tournament=""):
-    """`paid_with` for a proposal where a third of the refunds are not cash (issue 20): entry 1,
+    """`paid_with` for a proposal where a third of the refunds are not cash: entry 1,
     4, 7, ... bought in with a ticket TKT-<entry id> worth its whole buy-in and fee, entry 2,
     5, 8, ... with tournament money for the buy-in and cash for the fee; the others in cash."""
     paid = parse_amount(entry["buy_in_paid"]) + parse_amount(entry["fee_paid"])

@@ -1,4 +1,4 @@
-"""Issue 11: the approver decides with the whole picture; staff get their worklists; and the
+"""The approver decides with the whole picture; staff get their worklists; and the
 defects found on the way. Data through the services (tests/support/factories.py) only.
 
 The standard tournament (factories): 10 entries, 4 active (40,000 / 30,000 / 20,000 / 10,000

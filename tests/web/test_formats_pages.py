@@ -1,5 +1,5 @@
-"""The screens of tournament formats (issue 19) and the approver's reconciliation per rule
-(issue 23, item 1): knockout, rebuy and payment columns only where the tournament uses them;
+"""The screens of tournament formats and the approver's reconciliation per rule
+(item 1): knockout, rebuy and payment columns only where the tournament uses them;
 the pool reconciled with the figures the rule uses, plus what the operator absorbs.
 
 The knockout is tests/factories.knockout_doc ($30 + $10 KO + $3, heads $20 / $15 / $10 / $15).
@@ -197,7 +197,7 @@ def test_the_bounty_conservation_warning_reaches_the_approver(client, support, m
 
 
 def test_approving_non_cash_refunds_from_the_page_approves_them(client, support, manager):
-    # Issue 19's page refused them, saying why; since issue 20 the wallet returns them.
+    # The approval page approves them: the wallet returns them in the form paid.
     from tests.support.factories import totp_code
 
     proposal = submitted_proposal(support, doc=_full_refund_doc(knockout_doc()))

@@ -1,6 +1,6 @@
 """Hypothesis throws hostile documents at the three ways in (POST /api/snapshots, the upload form,
 the CSV form): the answer is always 201/302 or 4xx, never a 5xx; a refusal stores nothing; and
-after any accepted import every page that lists tournaments still renders (issue 10).
+after any accepted import every page that lists tournaments still renders.
 
 Fixed seed and derandomised, so CI runs the same few hundred examples every time
 (FUZZ_EXAMPLES changes how many, for a longer local run).

@@ -1,4 +1,4 @@
-"""Issue 10's probes, each a regression test: every input bounded by the engine's one validator
+"""The hostile probes, each a regression test: every input bounded by the engine's one validator
 (docs/snapshot-limits.md), refused with a reason per field and nothing stored; the pages that list
 tournaments keep rendering; the API answers JSON for every refusal."""
 

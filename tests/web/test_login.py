@@ -1,5 +1,5 @@
 """Sign-in: one lockout policy (django-axes) for the sign-in page, the admin's sign-in and the
-approval's re-authentication, keyed on the normalised username and the address (issue 10)."""
+approval's re-authentication, keyed on the normalised username and the address."""
 
 import pytest
 from django.urls import reverse

@@ -1,4 +1,4 @@
-"""Two-factor sign-in for managers and superusers (issue 10): enrolment with a QR code and a
+"""Two-factor sign-in for managers and superusers: enrolment with a QR code and a
 confirming code, decisions only from an account with a confirmed device, a current code at every
 approval, OTP in the admin. Every code is computed from the device's key, as an app would."""
 

@@ -1,4 +1,4 @@
-"""Issue 23, the staff's day: what a newcomer trial found on the pages, each with the behaviour a
+"""What a newcomer trial found on the pages, each with the behaviour a
 person relies on (the browser journeys check the same things in Chromium)."""
 
 import re
