@@ -71,7 +71,8 @@ def _partitions(table, key):
 
 def test_it_writes_each_proposal_into_its_own_indexed_partition_and_swaps_it_on_prepare(support):
     """Lines are copied into a bare table, indexed after the COPY and attached as the proposal's
-    partition (docs/performance.md); preparing again swaps the partition, never leaving two."""
+    partition (docs/performance.md); preparing again writes the new version into a partition of
+    its own, and the superseded version keeps its lines, never two partitions for one proposal."""
     proposal = draft_proposal(support)
     names, counts, parent_indexes = _partitions("proposals_payoutline", proposal.pk)
     # The parent's primary key and two unique constraints, plus the partition's own lookup and
@@ -82,8 +83,9 @@ def test_it_writes_each_proposal_into_its_own_indexed_partition_and_swaps_it_on_
 
     again = proposals.prepare_proposal(proposal.incident, acting_user=support)
     new_names, counts, _ = _partitions("proposals_payoutline", again.pk)
-    assert again.pk == proposal.pk and len(new_names) == 1 and new_names != names
+    assert again.pk != proposal.pk and len(new_names) == 1 and new_names != names
     assert counts == [6]
+    assert _partitions("proposals_payoutline", proposal.pk)[:2] == (names, [6])
     assert list(again.lines.order_by("position").values_list("entry_id", "total_cents")) == first
     # The partition's unique constraints hold like the table's.
     with pytest.raises(IntegrityError), transaction.atomic():

@@ -162,7 +162,8 @@ def test_the_sweeper_runs_beside_a_busy_worker_and_queues_a_stalled_run_once_per
     """Every slot of the long jobs' worker is busy: the sweeps still run (their own queue and
     worker), and a stalled run is queued again once per stale period, not at every sweep."""
     settings.OUTAGE_PREPARE_STALE_AFTER = FAST["OUTAGE_PREPARE_STALE_AFTER"]
-    _, busy = _big_outage(support, "BUSY", n=30)
+    # Long enough that the only slot stays busy through a sweep, a stale period and a requeue.
+    _, busy = _big_outage(support, "BUSY", n=90)
     _, dead = _big_outage(support, "DEAD", n=2)
     periodic = celery_worker_process.start_periodic(**FAST)
     celery_worker_process.start_beat(**FAST)

@@ -55,8 +55,10 @@ def _blocked_backend(dbname):
     """The worker's database session waiting for a row lock our transaction holds."""
     with psycopg.connect(worker_database_url(), autocommit=True) as conn:
         row = conn.execute(
+            # The chunk's statement is longer than pg_stat_activity keeps of a query (1 kB):
+            # it is known by its start as well as by its INSERT.
             "SELECT pid FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'"
-            " AND query LIKE '%%INSERT INTO ledger_credit%%'",
+            " AND (query LIKE '%%INSERT INTO ledger_credit%%' OR query LIKE '%%WITH chunk AS%%')",
             [dbname],
         ).fetchone()
     return row and row[0]

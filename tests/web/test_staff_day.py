@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
 from django.urls import reverse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.django_db
+@override_settings(DEBUG=True)  # load_demo is for development only
 def test_the_demo_says_how_to_print_a_code_from_the_virtualenv(capsys):
     call_command("load_demo")
     out = capsys.readouterr().out
