@@ -49,7 +49,7 @@ def _make_proposal():
     manager = User.objects.create_user("bench_manager", password="x")
     manager.groups.add(Group.objects.get(name="manager"))
     # LINES lines: the bench's easy snapshot has a fifth as many eliminated entries as active.
-    doc = _document("easy", LINES * 5 // 6, external_id="BENCH-UI", relative_start=True)
+    doc = _document("ranges", LINES * 5 // 6, external_id="BENCH-UI", relative_start=True)
     started = time.perf_counter()
     snapshot = incidents.import_snapshot(orjson.dumps(doc), acting_user=support, source="cli")
     tournament = snapshot.tournament
