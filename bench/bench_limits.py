@@ -14,8 +14,9 @@ PostgreSQL backend's share of a COPY is in neither the step nor its floor), whic
 | each step at 250k (BENCH_SIZES=100000,250000) | the same step at 100k, same run | 2.6x |
 | peak RSS of `compute_payouts` / of the import (100k) | - | 400 / 600 MB |
 
-The shapes (SHAPES below; BENCH_SHAPES=name,name picks some), generated here and cached in
-bench/out/:
+The shapes (SHAPES below; BENCH_SHAPES=name,name picks some, BENCH_SHAPES=all takes hard-15
+too), generated here and cached in bench/out/. The default (four shapes, two runs) takes about
+ten minutes on the shared two cores at load 12-14; all five shapes and three runs took 18.
 - ranges: today's easy snapshot, a range prize table, short screen names;
 - single-place: issue 25's hard one: 100k active + 200k eliminated, 50k paid places each its own
   {"place": p} row, a chip leader of 10^9 chips held at the cap, no screen names;
@@ -24,7 +25,7 @@ bench/out/:
   active player; 128-character non-ASCII screen names;
 - knockout: a progressive knockout, rebuys and add-ons on a third, paid_with on another third.
 
-BENCH_RUNS (default 3) runs of each; the table gives min and median of the time and of the ratio
+BENCH_RUNS (default 2; the issue judges the median of 5) runs of each; the table gives min and median of the time and of the ratio
 (each run's time divided by the floor measured in that run; for the 250k rows, by the 100k
 figure of the same run: runs go through every snapshot in turn). BENCH_SIZES (default 100000);
 BENCH_PARTS=engine or BENCH_PARTS=workflow runs one half; `bench/run.py --quick` is
@@ -46,7 +47,7 @@ from gen_snapshot import make_hard_snapshot, make_knockout_snapshot, make_snapsh
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
-RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+RUNS = int(os.environ.get("BENCH_RUNS", "2"))
 SIZES = tuple(int(s) for s in os.environ.get("BENCH_SIZES", "100000").split(","))
 # Each shape's generator (active entries, external_id) -> document; the file name's "v25" changes
 # whenever a generator does, so that bench/out/ never serves an old shape.
@@ -61,7 +62,10 @@ SHAPES = {
     ),
     "knockout": lambda n, x: make_knockout_snapshot(n, n // 5, external_id=x),
 }
-KINDS = tuple(k for k in os.environ.get("BENCH_SHAPES", ",".join(SHAPES)).split(",") if k)
+# hard-15 only when asked for (BENCH_SHAPES=all or by name): single-place is the harder form of
+# it, and the four others keep the default run near ten minutes on the shared cores.
+_SHAPES = os.environ.get("BENCH_SHAPES", "ranges,single-place,re-entries,knockout")
+KINDS = tuple(SHAPES) if _SHAPES == "all" else tuple(k for k in _SHAPES.split(",") if k)
 
 _rows = []  # (step, size, floor label, times, ratios, goal, unit)
 
