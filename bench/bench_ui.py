@@ -88,6 +88,7 @@ def bench_ui():
         client = Client()
         client.force_login(manager)
         base = f"/proposals/{proposal.pk}/"
+        tournament_id = proposal.incident.tournament_id
         cases = [
             ("breakdown, first page", base, 50),
             ("breakdown, last page (keyset)", base + "?last=1", 50),
@@ -110,6 +111,7 @@ def bench_ui():
             ("proposals worklist, submitted", "/proposals/", 50),
             ("incidents worklist, cancelled", "/incidents/?status=cancelled", 50),
             ("tournaments list with status", "/tournaments/", 50),
+            ("tournament page (versions, prizes, entries)", f"/tournaments/{tournament_id}/", 50),
             ("dashboard", "/", 100),
         ]
         for label, url, goal in cases:
