@@ -50,7 +50,7 @@ def _make_proposal():
     manager = User.objects.create_user("bench_manager", password="x")
     manager.groups.add(Group.objects.get(name="manager"))
     # LINES lines: the bench's easy snapshot has a fifth as many eliminated entries as active.
-    doc = _document("easy", LINES * 5 // 6, external_id="BENCH-UI", relative_start=True)
+    doc = _document("ranges", LINES * 5 // 6, external_id="BENCH-UI", relative_start=True)
     started = time.perf_counter()
     snapshot = incidents.import_snapshot(orjson.dumps(doc), acting_user=support, source="cli")
     tournament = snapshot.tournament
@@ -89,6 +89,7 @@ def bench_ui():
         client = Client()
         client.force_login(manager)
         base = f"/proposals/{proposal.pk}/"
+        tournament_id = proposal.incident.tournament_id
         cases = [
             ("breakdown, first page", base, 50),
             ("breakdown, last page (keyset)", base + "?last=1", 50),
@@ -111,6 +112,7 @@ def bench_ui():
             ("proposals worklist, submitted", "/proposals/", 50),
             ("incidents worklist, cancelled", "/incidents/?status=cancelled", 50),
             ("tournaments list with status", "/tournaments/", 50),
+            ("tournament page (versions, prizes, entries)", f"/tournaments/{tournament_id}/", 50),
             ("dashboard", "/", 100),
         ]
         for label, url, goal in cases:

@@ -6,12 +6,16 @@ import random
 
 def make_snapshot(
     active, eliminated=0, *, in_the_money=False, seed=7, external_id=None, paid=None,
-    one_row_per_place=False, chip_leader=False,
+    one_row_per_place=False, chip_leader=False, screen_names="short", reentries=False,
 ):  # fmt: skip
     """`paid` places (default: one in seven entries; all the active ones when in_the_money);
     `one_row_per_place` writes the prize table as one {"place": n} row per paid place, as some
     platforms export it; `chip_leader` gives the first entry enough chips to hit the first-place
-    cap (the hard snapshot of issue 15: 100k active, 200k eliminated, 50k paid places)."""
+    cap (the hard snapshot of issue 15: 100k active, 200k eliminated, 50k paid places; issue 25
+    gives it 10^9 chips); `chip_leader` may also be the leader's chip count.
+    `screen_names`: "short" ("player12"), "none" (the field left out) or "long" (128 characters,
+    the most accepted, non-ASCII included); `reentries`: every other eliminated entry is an
+    earlier entry of a player still active (entries sharing a player_id, as the spec allows)."""
     rng = random.Random(seed)
     total_entries = active + eliminated
     if paid is None:
@@ -37,11 +41,20 @@ def make_snapshot(
     entries = []
     chips_total = 0
     for i in range(total_entries):
-        entry = {"entry_id": f"e{i:07d}", "player_id": f"p{i:07d}", "screen_name": f"player{i}"}
+        player = i
+        if reentries and i >= active and i % 2 == 0:
+            player = (i - active) * 7 % active  # an earlier entry of an active player
+        entry = {"entry_id": f"e{i:07d}", "player_id": f"p{player:07d}"}
+        if screen_names == "short":
+            entry["screen_name"] = f"player{i}"
+        elif screen_names == "long":
+            entry["screen_name"] = f"Jörg-Æsir {i} " + "x" * 128
+            entry["screen_name"] = entry["screen_name"][:128]
         if i < active:
             chips = rng.randint(1_000, 200_000)
             if chip_leader and i == 0:
-                chips = 2_000_000_000  # far above everyone: capped at first prize
+                # far above everyone: capped at first prize
+                chips = 2_000_000_000 if chip_leader is True else chip_leader
             chips_total += chips
             entry.update(status="active", chips=chips)
         else:
@@ -66,10 +79,10 @@ def make_snapshot(
 
 def make_hard_snapshot(active=100_000, **kwargs):
     """Issue 15's hard snapshot: twice as many eliminated entries as active ones, half as many
-    paid places as active entries (one prize row each), and a chip leader held at the cap."""
-    return make_snapshot(
-        active, 2 * active, paid=active // 2, one_row_per_place=True, chip_leader=True, **kwargs
-    )
+    paid places as active entries (one prize row each), and a chip leader held at the cap.
+    Issue 25's form of it: make_hard_snapshot(chip_leader=10**9, screen_names="none")."""
+    kwargs.setdefault("chip_leader", True)
+    return make_snapshot(active, 2 * active, paid=active // 2, one_row_per_place=True, **kwargs)
 
 
 def write_snapshot(path, *args, **kwargs):
@@ -78,12 +91,12 @@ def write_snapshot(path, *args, **kwargs):
 
 
 def make_knockout_snapshot(active, eliminated=0, *, seed=7, external_id=None,
-                           policy="roll-forward-50-50"):  # fmt: skip
+                           policy="roll-forward-50-50", **kwargs):  # fmt: skip
     """make_snapshot's tournament as a progressive knockout ($100 + $50 KO + $9) with rebuys and
     add-ons on a third of the entries and paid_with on another third (tickets, tournament money
     and cash), under `policy` (issue 19's bench: the same size as the plain snapshot)."""
     rng = random.Random(seed + 1)
-    doc = make_snapshot(active, eliminated, seed=seed, external_id=external_id)
+    doc = make_snapshot(active, eliminated, seed=seed, external_id=external_id, **kwargs)
     t = doc["tournament"]
     t["bounty"] = "50.00"
     t["policy"] = policy

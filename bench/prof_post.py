@@ -103,7 +103,7 @@ def main():
         users = bl._users()
         for run in range(runs):
             for active in sizes:
-                doc = bl._document("easy", active, external_id=f"PROF-{active}-{run}",
+                doc = bl._document("ranges", active, external_id=f"PROF-{active}-{run}",
                                    relative_start=True)  # fmt: skip
                 import json
                 from datetime import timedelta

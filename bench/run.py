@@ -1,6 +1,12 @@
-"""make bench: run every bench/bench_*.py module's bench_* functions and print their figures.
+"""make bench: the one table of every heavy step against its floor (bench_limits), or others.
 
-Benchmarks print numbers; they never fail a build. Usage: bench/run.py [NAME_FILTER ...]
+Benchmarks print numbers; they never fail a build. Usage: bench/run.py [--quick] [NAME_FILTER ...]
+- no filter: bench_limits only (issue 25's table: every step on every shape, its floor, the
+  ratio and the goal); about 10 minutes on the shared two cores;
+- `--quick`: the same on 20k-entry shapes, one run (BENCH_SIZES=20000 BENCH_RUNS=1);
+- `all`: every bench/bench_*.py module's bench_* functions; any other word: those whose
+  `module.function` name holds it (e.g. `bench_ui`, `bench_policies`).
+`make bench BENCH_ARGS="--quick"` passes them through.
 """
 
 import importlib
@@ -17,6 +23,14 @@ os.environ.setdefault("DEBUG", "1")  # development settings (DEBUG is off by def
 
 
 def main(filters):
+    if "--quick" in filters:
+        filters = [f for f in filters if f != "--quick"]
+        os.environ.setdefault("BENCH_SIZES", "20000")
+        os.environ.setdefault("BENCH_RUNS", "1")
+    if not filters:
+        filters = ["bench_limits.bench_limits"]
+    elif "all" in filters:
+        filters = []
     print(
         f"# refunds_admin benchmarks, {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores"
     )

@@ -872,8 +872,10 @@ def share_chip_equity(
             list(map(chips.__getitem__, sharers)),
             list(map(entry_ids.__getitem__, sharers)),
         )
-        for k, share in zip(sharers, shares, strict=True):
-            equity[k] = share
+        # Each sharer's share at its position, the capped entries' equity elsewhere (in C: a
+        # monster stack capped leaves 100k sharers).
+        at = dict(zip(sharers, shares, strict=True))
+        equity = list(map(at.get, range(n), equity))
     return equity, capped, total_chips, remaining
 
 

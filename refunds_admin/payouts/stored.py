@@ -74,7 +74,9 @@ def load(data: bytes) -> Snapshot | None:
         fee=doc["fee"],
         starts_at=_from_instant(doc["starts_at"]),
         chips_in_play=doc["chips_in_play"],
-        prizes=[PrizeRow(*row) for row in doc["prizes"]],
+        # tuple.__new__ is what PrizeRow._make calls, without a Python call per row (a table of
+        # one row per paid place has tens of thousands); the stored rows are ours, five fields.
+        prizes=list(map(tuple.__new__, repeat(PrizeRow), doc["prizes"])),
         place_amounts=doc["place_amounts"],
         columns=_from_columns(columns),
         incident=None

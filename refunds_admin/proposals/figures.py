@@ -10,7 +10,8 @@ figures were stored.
 from __future__ import annotations
 
 import heapq
-from itertools import compress
+from itertools import compress, repeat
+from operator import ge, not_
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Max, Min, Sum
@@ -70,17 +71,29 @@ def refunds_by_method(totals: list[int], refunds: list[Any]) -> dict[str, int]:
     """Cents per method ("cash", "ticket", "tournament_money") of the lines: a line without
     `refunds` is paid in cash; one with them, in the forms they list. Tickets are counted too,
     under "tickets"."""
-    by_method: dict[str, int] = {CASH: 0}
+    if len(totals) != len(refunds):
+        raise ValueError("totals and refunds must be as long as each other")
+    # Most lines are paid in cash (no `refunds`): summed in one pass; only the others are read.
+    in_forms = list(map(bool, refunds))
+    by_method: dict[str, int] = {CASH: sum(compress(totals, map(not_, in_forms)))}
     tickets = 0
-    for total, parts in zip(totals, refunds, strict=True):
-        if not parts:
-            by_method[CASH] += total
-            continue
+    for parts in compress(refunds, in_forms):
         for part in parts:
             method, amount = part[0], part[1]
             by_method[method] = by_method.get(method, 0) + amount
             tickets += method == "ticket"
     return by_method | ({"tickets": tickets} if tickets else {})
+
+
+def top_paid(totals: list[int], paid: list[int], top: int = TOP) -> list[int]:
+    """The positions of the `top` largest paid lines (total above 0), largest first, earlier
+    lines first among equals; `paid` is the paid totals, sorted. Only lines at or above the
+    top-th largest paid total can be among them, so nlargest reads those alone."""
+    if not paid:
+        return []
+    least = paid[-top] if len(paid) >= top else paid[0]
+    contenders = list(compress(range(len(totals)), map(ge, totals, repeat(least))))
+    return heapq.nlargest(top, contenders, key=totals.__getitem__)
 
 
 def _line(columns: LineColumns, i: int) -> dict[str, Any]:
@@ -101,9 +114,9 @@ def from_columns(
     """Figures from the engine's LineColumns (amounts in cents) and its summary (cents)."""
     totals = columns.total
     m = len(totals)
-    paid = sorted(t for t in totals if t > 0)
+    paid = sorted(filter((0).__lt__, totals))
     capped = list(compress(range(m), columns.capped))
-    top = [i for i in heapq.nlargest(TOP, range(m), key=totals.__getitem__) if totals[i] > 0]
+    top = top_paid(totals, paid)
     return {
         "currency": currency,
         "rule": rule,

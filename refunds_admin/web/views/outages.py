@@ -75,6 +75,7 @@ def _candidates_context(form):
     kept = list(
         Tournament.objects.filter(pk__in=chosen_ids - shown)
         .select_related("current_snapshot")
+        .defer("current_snapshot__document_zlib", "current_snapshot__parsed")
         .order_by("external_id")
     )
     listed = kept + matching

@@ -20,8 +20,10 @@ from ..policy_forms import TournamentPolicyForm
 @role_required(CAN_READ)
 def tournament_list(request):
     q = request.GET.get("q", "").strip()
-    tournaments = Tournament.objects.select_related("current_snapshot").prefetch_related(
-        "incidents__proposals"
+    tournaments = (
+        Tournament.objects.select_related("current_snapshot")
+        .defer("current_snapshot__document_zlib", "current_snapshot__parsed")
+        .prefetch_related("incidents__proposals")
     )
     if q:
         tournaments = tournaments.filter(Q(external_id__icontains=q) | Q(name__icontains=q))
@@ -147,8 +149,12 @@ def snapshot_document(request, pk, version):
 @vary_on_headers("HX-Request", "HX-Target")  # the entries partial for htmx
 def tournament_detail(request, pk):
     tournament = get_tournament_for(request, pk)
-    snapshots = list(tournament.snapshots.select_related("imported_by"))
-    snapshot = tournament.current_snapshot
+    # The versions are listed, never read: their documents and parsed forms (megabytes each)
+    # stay in the database, the current one's too.
+    snapshots = list(
+        tournament.snapshots.select_related("imported_by").defer("document_zlib", "parsed")
+    )
+    snapshot = next((s for s in snapshots if s.pk == tournament.current_snapshot_id), None)
     version = request.GET.get("version")
     if version and version.isdigit():
         snapshot = next((s for s in snapshots if s.version == int(version)), snapshot)
