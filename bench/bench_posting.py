@@ -96,7 +96,7 @@ def bench_post_100k():
 
     from refunds_admin.ledger.models import Credit, PostingJob
     from refunds_admin.proposals.models import PayoutProposal
-    from tests.posting_support import make_approved_proposal
+    from tests.support.posting_support import make_approved_proposal
 
     lines = CREDITS // 2  # each line: a buy-in refund and a fee refund
     started = time.monotonic()
@@ -153,7 +153,7 @@ def _timed_posting(worker_ready, **options):
     """(seconds from approval to posted, credits) of a fresh ENTRIES-entry full refund."""
     from refunds_admin.ledger.models import Credit
     from refunds_admin.proposals.models import PayoutProposal
-    from tests.posting_support import make_approved_proposal
+    from tests.support.posting_support import make_approved_proposal
 
     proposal = make_approved_proposal(lines=ENTRIES, schedule=False, **options)
     PayoutProposal.objects.filter(pk=proposal.pk).update(
@@ -181,7 +181,7 @@ def bench_post_100k_entries_a_third_not_cash():
     sys.path.insert(0, str(ROOT))
     from django.db import connection
 
-    from tests.posting_support import third_non_cash
+    from tests.support.posting_support import third_non_cash
 
     worker = _start_worker()
     try:
@@ -259,7 +259,7 @@ def bench_cashier_throughput():
 
     from refunds_admin.ledger import posting
     from refunds_admin.ledger.models import PostingJob
-    from tests.posting_support import make_approved_proposal
+    from tests.support.posting_support import make_approved_proposal
 
     logging.getLogger("refunds_admin.ledger").setLevel(logging.ERROR)  # retries are expected
     settings.CASHIER_TOKEN = "cashier-secret"
@@ -267,7 +267,7 @@ def bench_cashier_throughput():
     settings.CASHIER_BACKOFF = 0.05
     print(f"   {CASHIER_CREDITS:,} credits per run, CASHIER_CONCURRENCY="
           f"{settings.CASHIER_CONCURRENCY}, CASHIER_BATCH={settings.CASHIER_BATCH}")  # fmt: skip
-    from tests.posting_support import third_non_cash
+    from tests.support.posting_support import third_non_cash
 
     runs = [(label, faults, None) for label, faults in FAULT_MIXES]
     # Issue 20: the same path with a third of the refunds as tickets and tournament money.

@@ -55,7 +55,7 @@ def probe(name):
 
 
 def user(name, role=None, device=False):
-    from tests.factories import enrol_device
+    from tests.support.factories import enrol_device
 
     u = User.objects.create_user(name, password="pw-" + name)
     if role:
