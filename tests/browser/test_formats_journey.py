@@ -63,14 +63,14 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     assert "ultimatepoker-2026 v1" in page.inner_text("#proposal-policy")
     lines = page.inner_text("#lines")
     assert "Bounty refund" in lines and "Refunded as" in lines
-    row = page.locator("#lines tbody tr:has-text('e1')").first
+    row = page.locator("#lines tbody tr:has(td:text-is('e1'))").first
     assert row.inner_text().count("ticket TKT-1 $43.00") == 2  # paid with, refunded as
     money = page.inner_text("#decision-money")
     assert "Knockout parts back" in money and "Tickets" in money
     page.click("button:has-text('Submit for approval')")
     page.wait_for_selector(".badge.submitted")
     shot_of(page.locator("#lines"), "knockout-breakdown")
-    row = page.locator("#lines tbody tr:has-text('e1')").first
+    row = page.locator("#lines tbody tr:has(td:text-is('e1'))").first
     row.locator("text=Statement").click()
     page.wait_for_selector("#statement table.statement")
     statement = page.inner_text("#statement")
