@@ -401,32 +401,7 @@ def approve_batch(outage, *, seen, fingerprint, acting_user):
             "batch again.",
             problems=[("fingerprint", "does not match the proposals listed")],
         )
-    # The one lock order (tournament -> incident -> proposal), each kind in id order: two
-    # managers approving overlapping batches queue behind each other on the first tournament
-    # they share, and neither deadlocks with a prepare or a single approval.
-    keys = list(
-        PayoutProposal.objects.filter(pk__in=list(seen)).values_list(
-            "incident_id", "incident__tournament_id"
-        )
-    )
-    list(
-        Tournament.objects.select_for_update()
-        .filter(pk__in={t for _, t in keys})
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    list(
-        Incident.objects.select_for_update()
-        .filter(pk__in={i for i, _ in keys})
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    locked = list(
-        PayoutProposal.objects.select_for_update(of=("self",))
-        .filter(pk__in=list(seen))
-        .select_related("incident__tournament")
-        .order_by("pk")
-    )
+    locked = _lock_in_order(list(seen))
     members = set(
         incidents_of(outage)
         .filter(pk__in=[p.incident_id for p in locked])
@@ -498,30 +473,7 @@ def reject_batch(outage, *, proposal_ids, reason, acting_user):
         raise Refused("Choose the proposals to reject.", problems=[("proposals", "none chosen")])
     if not (reason or "").strip():
         raise Refused("Give the reason for rejecting.", problems=[("reason", "required")])
-    keys = list(
-        PayoutProposal.objects.filter(pk__in=ids).values_list(
-            "incident_id", "incident__tournament_id"
-        )
-    )
-    # The one lock order, as in approve_batch: tournament -> incident -> proposal.
-    list(
-        Tournament.objects.select_for_update()
-        .filter(pk__in={t for _, t in keys})
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    list(
-        Incident.objects.select_for_update()
-        .filter(pk__in={i for i, _ in keys})
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    locked = list(
-        PayoutProposal.objects.select_for_update(of=("self",))
-        .filter(pk__in=ids)
-        .select_related("incident__tournament")
-        .order_by("pk")
-    )
+    locked = _lock_in_order(ids)
     members = set(
         incidents_of(outage)
         .filter(pk__in=[p.incident_id for p in locked])
@@ -571,3 +523,33 @@ def replay_outage(outage):
         .order_by("incident__tournament__external_id", "version")
     )
     return [(p, services.replay_proposal(p)) for p in proposals.iterator(chunk_size=100)]
+
+
+def _lock_in_order(proposal_ids):
+    """Lock the proposals' tournaments, incidents and the proposals themselves, in the one lock
+    order (tournament -> incident -> proposal), each kind in id order: two managers deciding
+    overlapping batches queue behind each other on the first tournament they share, and neither
+    deadlocks with a prepare or a single approval. Returns the proposals, locked, by id."""
+    keys = list(
+        PayoutProposal.objects.filter(pk__in=proposal_ids).values_list(
+            "incident_id", "incident__tournament_id"
+        )
+    )
+    list(
+        Tournament.objects.select_for_update()
+        .filter(pk__in={t for _, t in keys})
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    list(
+        Incident.objects.select_for_update()
+        .filter(pk__in={i for i, _ in keys})
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    return list(
+        PayoutProposal.objects.select_for_update(of=("self",))
+        .filter(pk__in=proposal_ids)
+        .select_related("incident__tournament")
+        .order_by("pk")
+    )
