@@ -42,7 +42,7 @@ def _import_settings(show, **env):
         # Whole numbers: a fraction, a word, a count that cannot be zero.
         ("CASHIER_CONCURRENCY", "0", "CASHIER_CONCURRENCY must be a whole number of at least 1"),
         ("POSTING_CHUNK_SIZE", "10k", "POSTING_CHUNK_SIZE must be a whole number of at least 1"),
-        ("NOTIFY_MAX_TRIES", "2.5", "NOTIFY_MAX_TRIES must be a whole number of at least 1"),,
+        ("NOTIFY_MAX_TRIES", "2.5", "NOTIFY_MAX_TRIES must be a whole number of at least 1"),
         ("POSTING_STALE_AFTER", "-1", "POSTING_STALE_AFTER must be a whole number of at least 0"),
         ("EMAIL_PORT", "70000", "EMAIL_PORT must be a whole number from 1 to 65535, not '70000'"),
         ("SWEEP_EVERY", "0", "SWEEP_EVERY must be a whole number of at least 1, not '0'"),
