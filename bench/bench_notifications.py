@@ -45,9 +45,13 @@ def _users():
     from django.contrib.auth.models import Group, User
 
     users = {}
-    for name, role in (("bench_support", "support"), ("bench_manager", "manager")):
+    for name, role in (
+        ("bench_support", "support"),
+        ("bench_manager", "manager"),
+        ("bench_manager2", "manager2"),
+    ):
         user, _ = User.objects.get_or_create(username=name)
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
+        user.groups.add(Group.objects.get_or_create(name=role.rstrip("2"))[0])
         users[role] = user
     return users
 
@@ -98,7 +102,8 @@ def bench_statements_100k():
             description="benchmark",
             acting_user=users["support"],
         )
-        incidents.declare_not_resumable(incident, reason="benchmark", acting_user=users["manager"])
+        # Four eyes: the manager who declared the tournament not resumable does not approve.
+        incidents.declare_not_resumable(incident, reason="benchmark", acting_user=users["manager2"])
         proposal = proposals.prepare_proposal(incident, acting_user=users["support"])
         proposal = proposals.submit_proposal(proposal, acting_user=users["support"])
         webhook, port = _start_webhook()

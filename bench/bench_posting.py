@@ -224,7 +224,7 @@ FAULT_MIXES = [
 
 def _start_cashier(faults):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_cashier", "--port", "0", "--faults", faults,
+        [sys.executable, "-m", "tests.support.fake_cashier", "--port", "0", "--faults", faults,
          "--seconds", "300"],
         cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip

@@ -4,6 +4,7 @@ SQLite and in-process tasks by default; DATABASE_URL / REDIS_URL switch to Postg
 real Celery worker on Redis. Helpers fail loudly on values they cannot read.
 """
 
+import math
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -30,14 +31,43 @@ def env_bool(name, default=False):
     raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), not {raw!r}")
 
 
-def env_int(name, default):
+def env_number(name, default, *, whole=True, minimum=None, maximum=None):
+    """The one reader of every numeric variable: unset or empty gives `default`; anything else
+    must be a number (a whole one when `whole`) within the bounds, or start-up stops with an
+    ImproperlyConfigured that names the variable, the value it was given and what it must be,
+    instead of a bare ValueError from int() or float() deep in a traceback (or a negative
+    timeout that only fails at the first request)."""
     raw = os.environ.get(name)
-    if raw is None or raw == "":
+    if raw is None or raw.strip() == "":
         return default
+    what = "a whole number" if whole else "a number"
+    if minimum is not None and maximum is not None:
+        what += f" from {minimum} to {maximum}"
+    elif minimum is not None:
+        what += f" of at least {minimum}"
+    elif maximum is not None:
+        what += f" of at most {maximum}"
     try:
-        return int(raw)
+        value = int(raw) if whole else float(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a whole number, not {raw!r}") from None
+        raise ImproperlyConfigured(f"{name} must be {what}, not {raw!r}") from None
+    if (
+        not math.isfinite(value)
+        or (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
+    ):
+        raise ImproperlyConfigured(f"{name} must be {what}, not {raw!r}")
+    return value
+
+
+def env_int(name, default, *, minimum=0, maximum=None):
+    """A whole number (a count, a size, seconds), not negative unless said otherwise."""
+    return env_number(name, default, minimum=minimum, maximum=maximum)
+
+
+def env_float(name, default, *, minimum=0.0, maximum=None):
+    """A number of seconds or a fraction, not negative unless said otherwise."""
+    return env_number(name, default, whole=False, minimum=minimum, maximum=maximum)
 
 
 def env_list(name, default=""):
@@ -158,7 +188,7 @@ if DATABASE_URL:
         # /healthz, for the operating system's connect timeout of minutes: give up after a few
         # seconds, so the load balancer hears 503 in time.
         DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
-            "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5)
+            "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
         )
 else:
     DATABASES = {
@@ -224,14 +254,14 @@ LOGOUT_REDIRECT_URL = "login"
 
 # Uploaded snapshots of 100k+ entries are tens of MB; a document may be 100 MB at most
 # (payouts.snapshot.MAX_DOCUMENT_BYTES, docs/snapshot-limits.md), plus room for the form fields.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 101 * 1024 * 1024)
-FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 101 * 1024 * 1024, minimum=1)
+FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024, minimum=1)
 
 # One lockout policy (django-axes) for the sign-in page, the admin's sign-in and the approval's
 # re-authentication: AXES_FAILURE_LIMIT failures for one (normalised username, address) pair lock
 # that pair out for AXES_COOLOFF_TIME. Counted in the database, so every web process agrees.
-AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_USERNAME_CALLABLE = "refunds_admin.accounts.signin.username_for_lockout"
 AXES_CLIENT_IP_CALLABLE = "refunds_admin.accounts.signin.client_address"
@@ -286,7 +316,7 @@ CELERY_TASK_PUBLISH_RETRY = False
 # queues it again and whoever claims it continues it.
 OUTAGE_PREPARE_STALE_AFTER = env_int("OUTAGE_PREPARE_STALE_AFTER", 60)
 # How many parts an outage's batch prepare is split into, for that many worker processes at once.
-OUTAGE_PREPARE_PARTS = env_int("OUTAGE_PREPARE_PARTS", 2)
+OUTAGE_PREPARE_PARTS = env_int("OUTAGE_PREPARE_PARTS", 2, minimum=1)
 # Periodic and short tasks (sweepers, staff e-mails, heartbeats) go to their own queue, served by
 # a worker of its own (`celery worker -Q periodic`, README "Deploying"): a sweep never waits
 # behind long postings. Long jobs (posting, statements, batch prepare) stay on "celery".
@@ -302,8 +332,9 @@ PERIODIC_TASKS = (
 CELERY_TASK_ROUTES = {name: {"queue": "periodic"} for name in PERIODIC_TASKS}
 # Each sweep runs one at a time (an advisory lock) and expires unless started before the next
 # one is due, so sweeps held up behind a busy worker never run back to back.
-SWEEP_EVERY = float(env_int("SWEEP_EVERY", 60))
+SWEEP_EVERY = float(env_int("SWEEP_EVERY", 60, minimum=1))
 _sweep = {"schedule": SWEEP_EVERY, "options": {"expires": SWEEP_EVERY * 0.9}}
+HEARTBEAT_EVERY = float(env_int("HEARTBEAT_EVERY", 30, minimum=1))
 CELERY_BEAT_SCHEDULE = {
     "sweep-unposted-proposals": {"task": "ledger.sweep_unposted", **_sweep},
     "sweep-prepare-runs": {"task": "proposals.sweep_prepare", **_sweep},
@@ -313,17 +344,17 @@ CELERY_BEAT_SCHEDULE = {
     # /healthz shows when beat last sent this and when a worker last finished a task.
     "heartbeat": {
         "task": "ops.heartbeat",
-        "schedule": float(env_int("HEARTBEAT_EVERY", 30)),
-        "options": {"expires": float(env_int("HEARTBEAT_EVERY", 30))},
+        "schedule": HEARTBEAT_EVERY,
+        "options": {"expires": HEARTBEAT_EVERY},
     },
 }
 
 # Posting (refunds_admin/ledger, docs/posting.md): lines per chunk (one transaction each),
 # seconds without progress before the sweeper re-queues a job, runs that may end in an error
 # before the job fails and waits for a manager.
-POSTING_CHUNK_SIZE = env_int("POSTING_CHUNK_SIZE", 10_000)
+POSTING_CHUNK_SIZE = env_int("POSTING_CHUNK_SIZE", 10_000, minimum=1)
 POSTING_STALE_AFTER = env_int("POSTING_STALE_AFTER", 120)
-POSTING_MAX_ATTEMPTS = env_int("POSTING_MAX_ATTEMPTS", 5)  # real errors only
+POSTING_MAX_ATTEMPTS = env_int("POSTING_MAX_ATTEMPTS", 5, minimum=1)  # real errors only
 # The wallet being unavailable (cashier down or throttling, database or broker unreachable, a
 # worker killed) never uses up attempts: the job waits, backing off from POSTING_BACKOFF_BASE
 # seconds, doubled each time up to POSTING_BACKOFF_MAX, for at most POSTING_UNAVAILABLE_BUDGET
@@ -332,17 +363,21 @@ POSTING_MAX_ATTEMPTS = env_int("POSTING_MAX_ATTEMPTS", 5)  # real errors only
 POSTING_UNAVAILABLE_BUDGET = env_int(
     "POSTING_UNAVAILABLE_BUDGET", env_int("POSTING_OUTAGE_BUDGET", 2 * 3600)
 )
-POSTING_BACKOFF_BASE = float(env("POSTING_BACKOFF_BASE", "5"))
-POSTING_BACKOFF_MAX = float(env("POSTING_BACKOFF_MAX", "300"))
+POSTING_BACKOFF_BASE = env_float("POSTING_BACKOFF_BASE", 5.0)
+POSTING_BACKOFF_MAX = env_float("POSTING_BACKOFF_MAX", 300.0)
 
 # The operator's cashier (../shared/spec/cashier-api.md). Unset: the app's own ledger is the wallet.
 CASHIER_URL = env("CASHIER_URL", "")
 CASHIER_TOKEN = env("CASHIER_TOKEN", "")
-CASHIER_TIMEOUT = float(env("CASHIER_TIMEOUT", "10"))
-CASHIER_MAX_TRIES = env_int("CASHIER_MAX_TRIES", 8)  # per credit, before the job retries later
-CASHIER_BACKOFF = float(env("CASHIER_BACKOFF", "0.5"))  # seconds, doubled on each try
-CASHIER_CONCURRENCY = env_int("CASHIER_CONCURRENCY", 16)  # requests in flight (keep-alive)
-CASHIER_BATCH = env_int("CASHIER_BATCH", 2000)  # credits read and sent per batch
+CASHIER_TIMEOUT = env_float("CASHIER_TIMEOUT", 10.0, minimum=0.001)
+CASHIER_MAX_TRIES = env_int(
+    "CASHIER_MAX_TRIES", 8, minimum=1
+)  # per credit, before the job retries later
+CASHIER_BACKOFF = env_float("CASHIER_BACKOFF", 0.5)  # seconds, doubled on each try
+CASHIER_CONCURRENCY = env_int(
+    "CASHIER_CONCURRENCY", 16, minimum=1
+)  # requests in flight (keep-alive)
+CASHIER_BATCH = env_int("CASHIER_BATCH", 2000, minimum=1)  # credits read and sent per batch
 
 # The wallet approvals pay into is recorded at approval from CASHIER_URL (docs/posting.md). In
 # production it must also be declared, so that a web process or worker that lost CASHIER_URL from
@@ -379,30 +414,38 @@ if not DEBUG and EMAIL_BACKEND in ("", _CONSOLE_EMAIL):
         "EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS"
     )
 EMAIL_HOST = env("EMAIL_HOST", "localhost")
-EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1, maximum=65535)
 EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
-EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 # For the file-based backend (`make run` writes every e-mail under mail/).
 EMAIL_FILE_PATH = env("EMAIL_FILE_PATH", str(BASE_DIR / "mail"))
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "refunds-admin@localhost")
 # Password-reset requests per client address and per e-mail address per hour (web/views/account).
-PASSWORD_RESET_LIMIT = env_int("PASSWORD_RESET_LIMIT", 5)
+PASSWORD_RESET_LIMIT = env_int("PASSWORD_RESET_LIMIT", 5, minimum=1)
 # Every answer to a reset request takes at least this long, known address or not.
-PASSWORD_RESET_MIN_SECONDS = float(env("PASSWORD_RESET_MIN_SECONDS", "1.0"))
+PASSWORD_RESET_MIN_SECONDS = env_float("PASSWORD_RESET_MIN_SECONDS", 1.0)
 
 # Player statements after posting (docs/notifications.md). STATEMENT_CHANNEL picks the adapter:
 # "webhook" (the operator's messaging webhook, keyed by player id) or "email" (Django's e-mail
 # backend, for entries whose snapshot carries `email`). Default: webhook when NOTIFY_URL is set.
 NOTIFY_URL = env("NOTIFY_URL", "")
 NOTIFY_TOKEN = env("NOTIFY_TOKEN", "")
-NOTIFY_TIMEOUT = float(env("NOTIFY_TIMEOUT", "10"))
-NOTIFY_MAX_TRIES = env_int("NOTIFY_MAX_TRIES", 8)  # per message, before the job retries later
-NOTIFY_BACKOFF = float(env("NOTIFY_BACKOFF", "0.5"))  # seconds, doubled on each try
-NOTIFY_CONCURRENCY = env_int("NOTIFY_CONCURRENCY", 8)  # messages in flight (keep-alive connections)
-NOTIFY_BATCH_SIZE = env_int("NOTIFY_BATCH_SIZE", 2000)  # messages recorded per transaction
-NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5)  # job runs ending in an error, then failed
+NOTIFY_TIMEOUT = env_float("NOTIFY_TIMEOUT", 10.0, minimum=0.001)
+NOTIFY_MAX_TRIES = env_int(
+    "NOTIFY_MAX_TRIES", 8, minimum=1
+)  # per message, before the job retries later
+NOTIFY_BACKOFF = env_float("NOTIFY_BACKOFF", 0.5)  # seconds, doubled on each try
+NOTIFY_CONCURRENCY = env_int(
+    "NOTIFY_CONCURRENCY", 8, minimum=1
+)  # messages in flight (keep-alive connections)
+NOTIFY_BATCH_SIZE = env_int(
+    "NOTIFY_BATCH_SIZE", 2000, minimum=1
+)  # messages recorded per transaction
+NOTIFY_MAX_ATTEMPTS = env_int(
+    "NOTIFY_MAX_ATTEMPTS", 5, minimum=1
+)  # job runs ending in an error, then failed
 NOTIFY_STALE_AFTER = env_int("NOTIFY_STALE_AFTER", 120)  # seconds without heartbeat: re-queued
 STATEMENT_CHANNEL = env("STATEMENT_CHANNEL", "webhook" if NOTIFY_URL else "email")
 if STATEMENT_CHANNEL not in ("webhook", "email"):
@@ -414,7 +457,7 @@ if STATEMENT_CHANNEL == "webhook" and not NOTIFY_URL:
 # Links in staff e-mails point here.
 SITE_URL = env("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # A posting job queued or without heartbeat this long is reported to the managers as stuck.
-POSTING_STUCK_AFTER = env_int("POSTING_STUCK_AFTER", 15 * 60)
+POSTING_STUCK_AFTER = env_int("POSTING_STUCK_AFTER", 15 * 60, minimum=1)
 
 # Production hardening: on whenever DEBUG is off.
 SESSION_COOKIE_HTTPONLY = True
@@ -422,7 +465,7 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads it via hx-headers rendered server sid
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
-SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
+SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600, minimum=60)
 if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True

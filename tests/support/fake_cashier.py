@@ -14,7 +14,7 @@ under another key, one in `unknown_tickets`, or a ticket without `ticket_id` is 
 `ticket_duplicates()` counts re-issues beyond the first (must stay 0). An unknown `method`
 is refused with 422 too.
 
-`python -m tests.fake_cashier --port 0 [--faults 500=0.05,429=0.05]` runs one on its own (the
+`python -m tests.support.fake_cashier --port 0 [--faults 500=0.05,429=0.05]` runs one on its own (the
 benchmark does), printing its URL; `GET /api/_stats` answers the counts.
 """
 
