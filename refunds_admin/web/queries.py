@@ -277,14 +277,6 @@ def audit_events(*, tournament="", player="", user="", action="", since=None, un
     return qs
 
 
-def audit_page(qs, *, before_id=None, size=50):
-    """Newest first, paged by id so that deep pages stay cheap."""
-    if before_id:
-        qs = qs.filter(id__lt=before_id)
-    rows = list(qs.order_by("-id")[: size + 1])
-    return rows[:size], (rows[size - 1].id if len(rows) > size else None)
-
-
 # --------------------------------------------------------------------------------------------
 # What the approver reads: the figures, the incident, and what changed
 # --------------------------------------------------------------------------------------------
@@ -453,16 +445,6 @@ def snapshot_changes(old, new, *, with_entries=True):
 # Player lookup (support): by player id, screen-name prefix or e-mail, case-insensitively
 # ---------------------------------------------------------------------------------------------
 
-PLAYER_MATCHES = 50
-
-
-class PlayerMatches(list):
-    """The players found, at most PLAYER_MATCHES; `truncated` when more matched."""
-
-    truncated = False
-    amount_cents: int | None = None
-
-
 # An amount a player quotes: "815.33", "$815.33", "USD 1,815.33" (two decimals, so that a
 # player id of digits is still looked up as an id).
 _QUOTED_AMOUNT = re.compile(
@@ -478,107 +460,81 @@ def quoted_amount(q):
     return int(match.group(1).replace(",", "")) * 100 + int(match.group(2))
 
 
-def players_paid(amount_cents):
-    """The players refunded exactly `amount_cents` in a live (not rejected) proposal: for one
-    entry, or in total over their entries in a tournament (re-entries)."""
+def _paid(amount_cents):
+    """The ids of the players refunded exactly `amount_cents` in a live (not rejected)
+    proposal: for one entry, or in total over their entries in a tournament (re-entries)."""
     from django.db.models import Sum
 
     live = PayoutProposal.objects.exclude(status__in=NOT_LIVE).values("pk")
     lines = PayoutLine.objects.filter(proposal_id__in=live)
-    by_entry = set(
-        lines.filter(total_cents=amount_cents)
-        .values_list("player_id", "proposal_id")
-        .order_by("player_id")[:500]
-    )
-    by_player = set(
+    by_entry = lines.filter(total_cents=amount_cents).values("player_id")
+    by_player = (
         lines.values("player_id", "proposal_id")
         .annotate(sum=Sum("total_cents"), n=Count("pk"))
         .filter(sum=amount_cents, n__gt=1)
-        .values_list("player_id", "proposal_id")[:500]
+        .values("player_id")
     )
-    found: dict[str, dict[str, Any]] = {}
-    for player_id, _proposal_id in sorted(by_entry | by_player):
-        row = found.setdefault(
-            player_id,
-            {"player_id": player_id, "screen_names": set(), "emails": set(), "tournaments": 0},
-        )
-        row["tournaments"] += 1
-    names = (
-        Entry.objects.filter(player_id__in=list(found)[:PLAYER_MATCHES])
-        .exclude(screen_name="")
-        .values_list("player_id", "screen_name")
-        .distinct()[:1000]
-    )
-    for player_id, screen_name in names:
-        found[player_id]["screen_names"].add(screen_name)
-    out = PlayerMatches(list(found.values())[:PLAYER_MATCHES])
-    for p in out:
-        p["screen_names"] = sorted(p["screen_names"])
-        p["emails"] = []
-    out.truncated = len(found) > PLAYER_MATCHES
-    out.amount_cents = amount_cents
-    return out
+    return Q(player_id__in=by_entry) | Q(player_id__in=by_player)
 
 
-def find_players(q):
-    """[{player_id, screen_names, emails, tournaments}] of the players whose id or e-mail is `q`
-    or whose screen name starts with `q`, case-insensitively, in every tournament's current
-    snapshot. Each branch is an index lookup on PostgreSQL (expression indexes on lower(...),
-    migration tournaments/0003)."""
-    from django.db.models.functions import Lower
+def player_matches(q):
+    """The players whose id or e-mail is `q` or whose screen name starts with `q`, in any case,
+    in every tournament's current snapshot -- or, when `q` is an amount ("$815.33"), those
+    refunded exactly that. One row per player: {player_id, tournaments} (every tournament the
+    player played, not only those where the match was found), unordered: the page sorts and
+    pages it (web/paging.py), so a search that finds 5,000 players lists them all.
 
+    Each branch is an index lookup on PostgreSQL (expression indexes on lower(...), migration
+    tournaments/0003)."""
     from refunds_admin.tournaments.models import Tournament
 
     q = (q or "").strip().lower()
-    if not q:
-        return PlayerMatches()
-    amount = quoted_amount(q)
-    if amount is not None:
-        return players_paid(amount)
     current = Tournament.objects.exclude(current_snapshot=None).values("current_snapshot_id")
     base = Entry.objects.filter(snapshot_id__in=current)
-    by_id = base.annotate(k=Lower("player_id")).filter(k=q)
-    by_name = base.exclude(screen_name="").annotate(k=Lower("screen_name")).filter(k__startswith=q)
-    by_email = base.exclude(email="").annotate(k=Lower("email")).filter(k=q)
-    players: dict[str, dict[str, Any]] = {}
-    for qs in (by_id, by_email, by_name):
-        for player_id, screen_name, email, snapshot_id in qs.values_list(
-            "player_id", "screen_name", "email", "snapshot_id"
-        ).order_by("player_id")[:500]:
-            found = players.setdefault(
-                player_id,
-                {
-                    "player_id": player_id,
-                    "screen_names": set(),
-                    "emails": set(),
-                    "snapshots": set(),
-                },
-            )
-            if screen_name:
-                found["screen_names"].add(screen_name)
-            if email:
-                found["emails"].add(email)
-            found["snapshots"].add(snapshot_id)
-    found_count = len(players)
-    out = PlayerMatches(
-        sorted(players.values(), key=lambda p: p["player_id"].lower())[:PLAYER_MATCHES]
-    )
-    # More players matched than are listed (each branch also stops at 500 entries).
-    out.truncated = found_count > PLAYER_MATCHES
-    # Every tournament each found player played, not only those where the match was found.
-    counts = dict(
-        base.annotate(k=Lower("player_id"))
-        .filter(k__in={p["player_id"].lower() for p in out})
+    if not q:
+        found = base.none()
+    elif quoted_amount(q) is not None:
+        found = base.filter(_paid(quoted_amount(q)))
+    else:
+        found = base.annotate(
+            id_lower=Lower("player_id"), email_lower=Lower("email"), name_lower=Lower("screen_name")
+        ).filter(Q(id_lower=q) | Q(email_lower=q) | Q(name_lower__startswith=q))
+    return (
+        base.filter(player_id__in=found.values("player_id"))
         .values("player_id")
-        .annotate(n=Count("snapshot_id", distinct=True))
-        .values_list("player_id", "n")
+        .annotate(tournaments=Count("snapshot_id", distinct=True))
+        .order_by()
     )
-    for p in out:
-        p["screen_names"] = sorted(p["screen_names"])
-        p["emails"] = sorted(p["emails"])
-        p["tournaments"] = counts.get(p["player_id"], len(p["snapshots"]))
-        del p["snapshots"]
-    return out
+
+
+def with_names(players):
+    """The screen names and e-mails of a page of `player_matches` rows (one query), sorted."""
+    players = list(players)
+    ids = [p["player_id"] for p in players]
+    names: dict[str, set] = {i: set() for i in ids}
+    emails: dict[str, set] = {i: set() for i in ids}
+    for player_id, screen_name, email in (
+        Entry.objects.filter(player_id__in=ids)
+        .values_list("player_id", "screen_name", "email")
+        .distinct()
+    ):
+        if screen_name:
+            names[player_id].add(screen_name)
+        if email:
+            emails[player_id].add(email)
+    return [
+        {
+            **p,
+            "screen_names": sorted(names[p["player_id"]]),
+            "emails": sorted(emails[p["player_id"]]),
+        }
+        for p in players
+    ]
+
+
+def find_players(q, limit=50):
+    """The first `limit` players `q` finds, by player id, with their names."""
+    return with_names(player_matches(q).order_by("player_id")[:limit])
 
 
 def player_tournaments(player_id):

@@ -244,16 +244,17 @@ def _re_entry_doc(external_id="UP-REENTRY-1", entries=400):
 
 
 @pytest.mark.django_db
-def test_player_lookup_says_when_the_list_was_cut(client, support):
+def test_player_lookup_pages_through_every_player_found(client, support):
     from tests.support.factories import import_doc
 
     import_doc(support, _re_entry_doc(entries=120))  # screen names shark0000 ... shark0119
     client.force_login(support)
     page = client.get(reverse("player_lookup"), {"q": "shark"}).content.decode()
-    assert "The first 50 players found" in page
-    assert "More players match than the 50 listed: refine the search" in page
+    # P0001 has three of the 120 entries: 118 players, 50 a page, none left out.
+    assert "118 players found" in page and "Showing 1-50 of 118 players" in page
+    assert 'rel="next"' in page
     page = client.get(reverse("player_lookup"), {"q": "shark001"}).content.decode()
-    assert "10 players found" in page and "refine the search" not in page
+    assert "10 players found" in page and 'rel="next"' not in page
 
 
 @pytest.mark.django_db
@@ -264,9 +265,10 @@ def test_support_finds_a_player_by_the_amount_they_quote_and_one_total_over_re_e
 
     draft_proposal(support, doc=_re_entry_doc())
     client.force_login(support)
-    # Every entry got USD 109.00: 399 players found by one entry's amount, the list cut.
+    # Every entry got USD 109.00: 398 players found by one entry's amount, 50 a page.
     page = client.get(reverse("player_lookup"), {"q": "109.00"}).content.decode()
-    assert "The first 50 players found refunded 109.00" in page
+    assert "398 players found refunded 109.00" in page
+    assert "Showing 1-50 of 398 players" in page
     # P0001 quotes the sum of their three entries: the one player refunded that in total.
     page = client.get(reverse("player_lookup"), {"q": "$327.00"}).content.decode()
     assert "<h2>Player P0001</h2>" in page

@@ -14,6 +14,7 @@ from .. import queries
 from ..access import role_required
 from ..downloads import attachment, csv_writer
 from ..forms import AuditFilterForm
+from ..paging import Column, KeysetPage
 
 
 def _filtered(request):
@@ -39,15 +40,24 @@ def _filtered(request):
     return form, qs
 
 
+AUDIT_COLUMNS = [
+    Column("when", "When", ("created_at",), descending_first=True),
+    Column("what", "What", ("action",)),
+    Column("object", "Object", ("object_type", "object_id")),
+    Column("tournament", "Tournament", ("tournament_external_id",)),
+]
+
+
 @role_required(CAN_READ)
 @vary_on_headers("HX-Request", "HX-Target")  # the events partial for htmx
 def audit(request):
+    """The history, 50 events a page, newest first; the filters and the sort stay in the
+    address, so a link to page 3 of "proposal. for T-1" is that page for whoever opens it."""
     form, qs = _filtered(request)
-    before = request.GET.get("before")
-    events, older = queries.audit_page(
-        qs, before_id=int(before) if (before or "").isdigit() else None
+    page = KeysetPage(request.GET, qs, AUDIT_COLUMNS, default="-when", noun="events")
+    keep = urlencode(
+        {k: v for k, v in request.GET.items() if k not in ("cursor", "sort", "before") and v}
     )
-    keep = urlencode({k: v for k, v in request.GET.items() if k != "before" and v})
     template = "web/audit.html"
     if request.htmx and request.htmx.target == "events":
         template += "#events"
@@ -56,8 +66,8 @@ def audit(request):
         template,
         {
             "form": form,
-            "events": [(event, describe(event)) for event in events],
-            "older": older,
+            "events": [(event, describe(event)) for event in page.rows],
+            "page": page,
             "keep": keep,
         },
     )

@@ -32,6 +32,7 @@ from ..access import get_outage_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, JustificationForm, ReasonForm, RejectForm
 from ..outage_forms import AddTournamentForm, OutageForm, OutageResumedForm
+from ..paging import Column, KeysetPage
 
 CANDIDATES_SHOWN = 500
 RULES_PREVIEWED = 50
@@ -41,15 +42,28 @@ def _now_local():
     return timezone.localtime().replace(microsecond=0)
 
 
+OUTAGE_COLUMNS = [
+    Column("outage", "Outage", ("id",), descending_first=True),
+    Column("failed", "Failed at", ("failed_at",), descending_first=True),
+    Column("cause", "Cause", ("cause",)),
+    Column("tournaments", "Tournaments", ("tournaments",), numeric=True, descending_first=True),
+    Column("site_wide", "Site-wide", ("site_wide_issue",), descending_first=True),
+    Column("recorded_by", "Recorded by", ("recorded_by__username",)),
+]
+
+
 @role_required(CAN_READ)
 def outage_list(request):
-    outages = (
-        Outage.objects.select_related("recorded_by")
-        .annotate(tournaments=Count("members"))
-        .order_by("-failed_at", "-id")[:100]
+    """Every outage, 50 a page, the latest failure first."""
+    page = KeysetPage(
+        request.GET,
+        Outage.objects.select_related("recorded_by").annotate(tournaments=Count("members")),
+        OUTAGE_COLUMNS,
+        default="-failed",
+        noun="outages",
     )
-    rows = [(o, o.tournaments) for o in outages]
-    return render(request, "web/outage_list.html", {"rows": rows})
+    rows = [(o, o.tournaments) for o in page.rows]
+    return render(request, "web/outage_list.html", {"rows": rows, "page": page})
 
 
 # --------------------------------------------------------------------------------------------

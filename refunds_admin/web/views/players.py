@@ -9,8 +9,15 @@ from refunds_admin.proposals import services as proposal_services
 from .. import queries
 from ..access import role_required
 from ..forms import PlayerLookupForm
+from ..paging import Column, KeysetPage
 
 INLINE_STATEMENTS = 3
+# The players found sort by id or by how many tournaments they played (their screen names and
+# e-mails are lists, which do not sort); the player id is unique, so it breaks the ties.
+PLAYER_COLUMNS = [
+    Column("player", "Player id", ("player_id",)),
+    Column("tournaments", "Tournaments", ("tournaments",), numeric=True, descending_first=True),
+]
 
 
 @role_required(CAN_READ)
@@ -22,15 +29,26 @@ def player_lookup(request):
     if "q" not in data and data.get("player_id"):
         data["q"] = data["player_id"]  # links written before the lookup took any query
     form = PlayerLookupForm(data or None)
-    matches, player, tournaments, balances, forms = None, None, None, [], None
+    matches, page, amount, player, tournaments, balances, forms = (None,) * 5 + ([], None)
     if form.is_valid():
         q = form.cleaned_data["q"].strip()
         chosen = (request.GET.get("player") or "").strip()
-        matches = queries.find_players(q)
-        if chosen and any(m["player_id"] == chosen for m in matches):
+        found = queries.player_matches(q)
+        amount = queries.quoted_amount(q)
+        if chosen and found.filter(player_id=chosen).exists():
             player = chosen
-        elif len(matches) == 1:
-            player = matches[0]["player_id"]
+        else:
+            page = KeysetPage(
+                data,
+                found,
+                PLAYER_COLUMNS,
+                default="player",
+                noun="players",
+                tiebreak="player_id",
+            )
+            if page.total == 1:
+                player = page.rows[0]["player_id"]
+            matches = queries.with_names(page.rows)
     if player is not None:
         tournaments = queries.player_tournaments(player)
         shown = 0
@@ -53,6 +71,8 @@ def player_lookup(request):
         {
             "form": form,
             "matches": matches,
+            "page": page,
+            "amount_cents": amount,
             "player": player,
             "tournaments": tournaments,
             "balances": balances,

@@ -1,5 +1,6 @@
 from django.contrib import messages
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -14,21 +15,41 @@ from refunds_admin.tournaments.models import Snapshot, Tournament
 from .. import queries
 from ..access import get_tournament_for, role_required
 from ..forms import CsvImportForm, SnapshotUploadForm
+from ..paging import Column, KeysetPage
 from ..policy_forms import TournamentPolicyForm
+
+# The columns the list sorts by. The status is worked out per row from its incidents and
+# proposals, so it does not sort; a tournament without a snapshot counts 0 entries, version 0.
+TOURNAMENT_COLUMNS = [
+    Column("tournament", "Tournament", ("external_id",)),
+    Column("started", "Started", ("starts_at",), descending_first=True),
+    Column("buy_in", "Buy-in + fee", ("buy_in_cents", "fee_cents"), numeric=True),
+    Column("entries", "Entries", ("entries",), numeric=True, descending_first=True),
+    Column("snapshot", "Snapshot", ("snapshot_version",), descending_first=True),
+]
 
 
 @role_required(CAN_READ)
 def tournament_list(request):
+    """Every tournament, 50 a page (newest start first), searchable by id or name."""
     q = request.GET.get("q", "").strip()
-    tournaments = (
-        Tournament.objects.select_related("current_snapshot")
-        .defer("current_snapshot__document_zlib", "current_snapshot__parsed")
-        .prefetch_related("incidents__proposals")
+    tournaments = Tournament.objects.annotate(
+        entries=Coalesce("current_snapshot__entries_count", 0),
+        snapshot_version=Coalesce("current_snapshot__version", 0),
     )
     if q:
         tournaments = tournaments.filter(Q(external_id__icontains=q) | Q(name__icontains=q))
-    rows = [(t, _where_it_stands(t)) for t in tournaments[:200]]
-    return render(request, "web/tournament_list.html", {"rows": rows, "q": q})
+    page = KeysetPage(
+        request.GET,
+        tournaments.select_related("current_snapshot")
+        .defer("current_snapshot__document_zlib", "current_snapshot__parsed")
+        .prefetch_related("incidents__proposals"),
+        TOURNAMENT_COLUMNS,
+        default="-started",
+        noun="tournaments",
+    )
+    rows = [(t, _where_it_stands(t)) for t in page.rows]
+    return render(request, "web/tournament_list.html", {"rows": rows, "q": q, "page": page})
 
 
 def _where_it_stands(tournament):
