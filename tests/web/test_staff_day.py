@@ -504,6 +504,7 @@ def test_the_finance_chart_has_round_ticks_and_months_with_their_year():
     from datetime import date
 
     from refunds_admin.reports.chart import nice_ceiling, stacked_months_svg
+    from refunds_admin.web.palette import colours
 
     assert nice_ceiling(14_952_262) == 20_000_000  # $149,522.62 -> axis to $200,000
     assert nice_ceiling(30_000) == 50_000 and nice_ceiling(100) == 100
@@ -513,9 +514,11 @@ def test_the_finance_chart_has_round_ticks_and_months_with_their_year():
         {(date(2026, 12, 1), "server_crash"): 14_952_262},
         "USD",
         {"server_crash": "Server crash"},
+        colours=colours("light"),
     )
     assert ">Dec 2026</text>" in svg and ">Dec 26<" not in svg
-    ticks = re.findall(r'fill="#555">([^<]+)</text>', svg)
+    tick = re.escape(colours("light")["chart_text"])  # the amounts' colour, not the months'
+    ticks = re.findall(rf'fill="{tick}">([^<]+)</text>', svg)
     assert ticks == ["USD 0", "USD 50,000", "USD 100,000", "USD 150,000", "USD 200,000"]
 
 

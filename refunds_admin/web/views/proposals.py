@@ -20,7 +20,7 @@ from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry
 
-from .. import queries
+from .. import palette, queries
 from ..access import get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ApproveForm, LineFilterForm, RejectForm
@@ -293,7 +293,8 @@ def proposal_statement(request, pk, entry_id):
 
 @role_required(CAN_READ)
 def proposal_chart(request, pk):
-    """Payout against chip stack, server-rendered SVG, at most ~500 sampled points."""
+    """Payout against chip stack, server-rendered SVG, at most ~500 sampled points, in the
+    colours of the scheme asked for (`?scheme=dark`; the page offers both in a <picture>)."""
     proposal = get_proposal_for(request, pk)
     points = queries.chart_points(proposal)
     # Left margin wide enough for the largest amount's label ("$1,234,567.89" at 11px), so
@@ -322,6 +323,7 @@ def proposal_chart(request, pk):
             "h": height,
             "pad": left,
             "axis_y": height - bottom + 10,
+            "colour": palette.colours(palette.scheme_of(request)),
         },
         content_type="image/svg+xml",
     )

@@ -10,6 +10,7 @@ from refunds_admin.payouts.money import format_cents
 from refunds_admin.reports import chart, selectors
 from refunds_admin.reports.selectors import CAN_REPORT
 
+from .. import palette
 from ..access import get_proposal_for, role_required
 from ..downloads import attachment, csv_writer
 from ..forms import ReportRangeForm
@@ -71,7 +72,11 @@ def finance_report_chart(request):
     report = selectors.finance_report(start, end)
     currency = request.GET.get("currency") or (report["currencies"] or ["USD"])[0]
     months, causes, values = selectors.chart_series(report["rows"], currency)
-    svg = chart.stacked_months_svg(months, causes, values, currency, selectors.CAUSE_LABELS)
+    # In the colours of the scheme asked for (`?scheme=dark`; the page offers both).
+    colours = palette.colours(palette.scheme_of(request))
+    svg = chart.stacked_months_svg(
+        months, causes, values, currency, selectors.CAUSE_LABELS, colours=colours
+    )
     return HttpResponse(svg, content_type="image/svg+xml")
 
 
