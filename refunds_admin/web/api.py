@@ -1,12 +1,15 @@
 """The game platform's API: POST /api/snapshots with `Authorization: Bearer <token>`.
 
 Token authentication (no session, so no CSRF): each ApiClient acts as a staff user whose role
-the import service checks, exactly as for an upload in the browser.
+the import service checks, exactly as for an upload in the browser. The routes are django-ninja
+operations (assembled in api_urls.py) so that /api/schema describes them; the views still read
+the raw body and answer with refunds_admin/handlers.py's error JSON (docs/api.md says why).
 """
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import JsonResponse
-from django.views.decorators.csrf import csrf_exempt
+from ninja import Router
+from ninja.security import HttpBearer
 
 from refunds_admin.errors import Refused
 from refunds_admin.handlers import api_error as _error
@@ -16,10 +19,23 @@ from refunds_admin.payouts.snapshot import MAX_DOCUMENT_BYTES
 from refunds_admin.tournaments.models import Snapshot
 from refunds_admin.tournaments.services import authenticate_api_client
 
+from . import api_schemas as schemas
 
-def _bearer_token(request):
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
+# The refusals every operation can give, beside its own; the shapes are handlers.api_error's.
+REFUSALS = {401: schemas.ApiError, 403: schemas.ApiError}
+
+
+class ApiToken(HttpBearer):
+    """`Authorization: Bearer <token>`: the ApiClient holding the token (request.auth)."""
+
+    def authenticate(self, request, token):
+        return authenticate_api_client(token.strip())
+
+
+def unauthorized():
+    return _error(
+        401, "A valid API token is required.", WWW_Authenticate='Bearer realm="refunds_admin"'
+    )
 
 
 def _declared_length(request):
@@ -29,17 +45,44 @@ def _declared_length(request):
         return 0
 
 
-@csrf_exempt
+def json_body(model, description):
+    """The operation's request body as the document shows it: described by `model`, read raw by
+    the view (so the stored bytes and the error messages stay the engine's)."""
+    return {
+        "requestBody": {
+            "required": True,
+            "description": description,
+            "content": {
+                "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
+            },
+        }
+    }
+
+
+router = Router(tags=["snapshots"])
+
+
+@router.post(
+    "/snapshots",
+    operation_id="import_snapshot",
+    summary="Import a tournament snapshot",
+    response={
+        201: schemas.SnapshotImported,
+        400: schemas.ApiError,
+        **REFUSALS,
+        413: schemas.ApiError,
+    },
+    openapi_extra=json_body(
+        schemas.TournamentSnapshot,
+        "A tournament-snapshot/1 document, stored byte for byte (UTF-8, at most "
+        f"{MAX_DOCUMENT_BYTES // 2**20} MB). The engine's validator is the judge: a 400 lists a "
+        "problem per field, named by its path (`tournament.fee`, `entries[0] (e1).chips`).",
+    ),
+)
 def snapshots(request):
     """Import one tournament-snapshot/1 document (the request body, stored byte for byte).
     Every answer, refusals included, is JSON."""
-    if request.method != "POST":
-        return _error(405, "Only POST is allowed here.", Allow="POST")
-    client = authenticate_api_client(_bearer_token(request))
-    if client is None:
-        return _error(
-            401, "A valid API token is required.", WWW_Authenticate='Bearer realm="refunds_admin"'
-        )
+    client = request.auth
     # Refused before the body is read: the declared size is enough to know.
     if _declared_length(request) > MAX_DOCUMENT_BYTES:
         return too_large()

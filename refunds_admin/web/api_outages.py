@@ -10,19 +10,18 @@ from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
+from ninja import Router
 
 from refunds_admin.accounts.roles import CAN_PREPARE, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages import services as outage_services
-from refunds_admin.tournaments.services import authenticate_api_client
 
-from .api import _bearer_token, _declared_length, _error
+from . import api_schemas as schemas
+from .api import REFUSALS, _declared_length, _error, json_body
+from .api_schemas import MAX_TOURNAMENTS
 
 FIELDS = ("failed_at", "cause", "description", "external_ids")
-MAX_TOURNAMENTS = 5000
 # 5000 ids of up to 128 characters and the other fields fit in 1 MB: a larger body is refused
 # before it is read.
 MAX_BODY_BYTES = 1024 * 1024
@@ -77,18 +76,33 @@ def _too_large():
     )
 
 
-@csrf_exempt
-@require_POST
+router = Router(tags=["outages"])
+
+
+@router.post(
+    "/outages",
+    operation_id="record_outage",
+    summary="Record an outage across many tournaments",
+    response={
+        200: schemas.OutageRecorded,
+        201: schemas.OutageRecorded,
+        400: schemas.ApiError,
+        **REFUSALS,
+        413: schemas.ApiError,
+    },
+    openapi_extra=json_body(
+        schemas.OutageReport,
+        f"At most {MAX_TOURNAMENTS} tournaments and {MAX_BODY_BYTES // 1024} KB. A 400 names "
+        "each bad field and each unknown or snapshot-less tournament by its external id.",
+    ),
+)
 def outages(request):
     """Record an outage: one failure across the listed tournaments, all or nothing. A 400 lists
     a problem per unknown or snapshot-less tournament (by its external id) and per bad field.
     The same call again (a retry) answers 200 with the outage already recorded."""
-    # Who, may they, and how much: all before any work on the body.
-    client = authenticate_api_client(_bearer_token(request))
-    if client is None:
-        return _error(
-            401, "A valid API token is required.", WWW_Authenticate='Bearer realm="refunds_admin"'
-        )
+    # Who (the token, checked before this runs), may they, and how much: all before any work
+    # on the body.
+    client = request.auth
     if not has_role(client.acting_user, CAN_PREPARE):
         return _error(403, f"{client.acting_user.get_username()} may not record outages.")
     if _declared_length(request) > MAX_BODY_BYTES:

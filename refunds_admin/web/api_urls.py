@@ -1,9 +1,144 @@
-from django.urls import path
+"""/api/: the game platform's API, one django-ninja NinjaAPI, and its OpenAPI 3.1 document at
+/api/schema (token-protected like the rest; docs/openapi.json is the same document, kept in the
+repository and checked against the served one by tests/web/test_api_schema.py).
 
-from . import api, api_outages
+django-ninja rather than DRF: the app has no serializers or viewsets to reuse, the views stay
+plain functions, and pydantic models (api_schemas.py) say what each body holds (docs/api.md).
+"""
+
+import functools
+import json
+
+from django.http import HttpResponseNotAllowed
+from django.urls import URLPattern
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, ValidationError
+
+from refunds_admin.handlers import api_error
+from refunds_admin.payouts.snapshot import MAX_DOCUMENT_BYTES, MAX_PROBLEMS
+
+from . import api, api_outages, api_reads
+from . import api_schemas as schemas
+from .api_outages import MAX_BODY_BYTES, MAX_TOURNAMENTS
+
+DESCRIPTION = f"""\
+How the game platform imports tournament snapshots, reports outages and follows what became of
+them (docs/api.md).
+
+**Auth**: every operation, and this document, needs `Authorization: Bearer <token>` (an API
+client made by `manage.py create_api_client`; it acts as a staff user whose role is checked:
+support or manager to import and record, any role to read). No token, a wrong one or a switched-
+off client: **401** with `WWW-Authenticate: Bearer`. A user without the role: **403**.
+
+**Errors**: every refusal is JSON `{{"error": "...", "problems": [{{"field": "...", "message":
+"..."}}]}}`, each problem naming its field path (`tournament.fee`, `entries[0] (e1).chips`,
+`failed_at`, a tournament's external id), at most the first {MAX_PROBLEMS} with
+`problems_total` when there were more. Nothing is half-saved: a refused request stores nothing.
+
+**Size limits**: a snapshot body at most {MAX_DOCUMENT_BYTES // 2**20} MB (`MAX_DOCUMENT_BYTES`),
+an outage body at most {MAX_BODY_BYTES // 1024} KB and {MAX_TOURNAMENTS} tournaments; a larger
+body is a **413** before it is read. docs/snapshot-limits.md gives every bound of a snapshot.
+"""
+
+
+def _token_required(view):
+    """/api/schema answers the API's clients only, like every other /api/ address."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        token = api.ApiToken()(request)
+        if not token:
+            return api.unauthorized()
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+class RefundsApi(NinjaAPI):
+    # The request bodies are read raw by the views; their models are added to the components
+    # so that the operations' requestBody can refer to them.
+    body_models = (schemas.TournamentSnapshot, schemas.OutageReport)
+
+    def get_root_path(self, path_params):
+        # Where refunds_admin/urls.py includes these routes (ninja would look up its root
+        # view, which is left out: /api/ itself is a 404).
+        return "/api/"
+
+    def get_openapi_schema(self, **kwargs):
+        schema = super().get_openapi_schema(**kwargs)
+        components = schema["components"].setdefault("schemas", {})
+        for model in self.body_models:
+            found = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(found.pop("$defs", {}))
+            components[model.__name__] = found
+        schema["components"]["schemas"] = dict(sorted(components.items()))
+        return schema
+
+
+ninja_api = RefundsApi(
+    title="refunds_admin API",
+    version="1",
+    description=DESCRIPTION,
+    auth=api.ApiToken(),
+    openapi_url="/schema",
+    docs_url=None,
+    docs_decorator=_token_required,
+    urls_namespace="api",
+)
+ninja_api.add_router("", api.router)
+ninja_api.add_router("", api_outages.router)
+ninja_api.add_router("", api_reads.router)
+
+
+@ninja_api.exception_handler(AuthenticationError)
+def _unauthorized(request, exc):
+    return api.unauthorized()
+
+
+@ninja_api.exception_handler(ValidationError)
+def _invalid(request, exc):
+    problems = [
+        (".".join(str(part) for part in e.get("loc", ())), e.get("msg", "is not valid"))
+        for e in exc.errors
+    ]
+    return api_error(400, "The request is not valid.", problems)
+
+
+@ninja_api.exception_handler(Exception)
+def _unexpected(request, exc):
+    raise exc  # Django's handlers (refunds_admin/handlers.py) answer and log it
+
+
+def _json_not_allowed(view):
+    """ninja answers a method an address does not serve with a plain-text 405; ours is JSON,
+    naming the methods it does serve (in Allow)."""
+
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        if isinstance(response, HttpResponseNotAllowed):
+            allowed = response["Allow"]
+            return api_error(405, f"Only {allowed} is allowed here.", Allow=allowed)
+        return response
+
+    return wrapper
+
+
+def _patterns():
+    patterns, _, _ = ninja_api.urls
+    out = []
+    for pattern in patterns:
+        if not isinstance(pattern, URLPattern) or pattern.name == "api-root":
+            continue  # /api/ itself stays a 404, as any address the API does not serve
+        pattern.callback = _json_not_allowed(pattern.callback)
+        out.append(pattern)
+    return out
+
+
+def document():
+    """The OpenAPI document as served and as committed (docs/openapi.json): stable JSON."""
+    return json.dumps(ninja_api.get_openapi_schema(), indent=2, ensure_ascii=False) + "\n"
+
 
 app_name = "api"
-urlpatterns = [
-    path("snapshots", api.snapshots, name="snapshots"),
-    path("outages", api_outages.outages, name="outages"),
-]
+urlpatterns = _patterns()
