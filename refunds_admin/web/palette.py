@@ -27,7 +27,6 @@ def scheme_of(request):
     return "dark" if request.GET.get("scheme") == "dark" else "light"
 
 
-@cache
 def colours(scheme="light"):
     """{"ink": ..., "chart_bg": ..., "cause_1": ...}: every variable of the scheme, named as in
     the CSS without its leading dashes and with "_" for "-" (so a template can say
@@ -37,6 +36,12 @@ def colours(scheme="light"):
     path = finders.find("css/palette.css")
     if not path:
         raise RuntimeError("static/css/palette.css is missing: the app's colours are defined there")
+    # Read once per version of the file: an edited palette shows in the charts at once.
+    return _read(scheme, path, Path(path).stat().st_mtime_ns)
+
+
+@cache
+def _read(scheme, path, _version):
     text = _COMMENT.sub("", Path(path).read_text())
     light = _ROOT.search(text)
     if light is None:

@@ -108,19 +108,45 @@ def csp_violations():
 # own: opening one mid-journey disturbs the journey's next click (the search field loses focus
 # and htmx fires), so the journeys check at their end.
 AXE_IMPACTS_THAT_FAIL = ("critical", "serious")
+# Text contrast (a "serious" finding) is checked in whichever colour scheme the page shows: the
+# light one, or the dark one of palette.css when the page emulates prefers-color-scheme: dark
+# (`page.emulate_media(color_scheme="dark")`, see test_dark_mode.py). Named here so that it
+# stays on whatever axe's defaults become.
+AXE_OPTIONS = {"resultTypes": ["violations"], "rules": {"color-contrast": {"enabled": True}}}
+
+
+def color_scheme(page):
+    """ "dark" or "light": the scheme the page's CSS sees now."""
+    return (
+        "dark" if page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") else "light"
+    )
 
 
 def axe_findings(page):
-    """The critical and serious axe-core violations on `page` now, one line each."""
+    """The critical and serious axe-core violations on `page` now, one line each, naming the
+    colour scheme they were found in."""
     from axe_playwright_python.sync_playwright import Axe
 
-    results = Axe().run(page)
+    results = Axe().run(page, options=AXE_OPTIONS)
+    scheme = color_scheme(page)
     return [
-        f"{page.url}: {v['id']} ({v['impact']}) {v['help']}: "
+        f"{page.url} ({scheme}): {v['id']} ({v['impact']}) {v['help']}: "
         + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
         for v in results.response["violations"]
         if v["impact"] in AXE_IMPACTS_THAT_FAIL
     ]
+
+
+def axe_findings_in_both_schemes(page):
+    """axe on `page` as it is now in the light scheme and in the dark one; the page is left
+    in the scheme it was in."""
+    before = color_scheme(page)
+    findings = []
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        findings += axe_findings(page)
+    page.emulate_media(color_scheme=before)
+    return findings
 
 
 @pytest.fixture
@@ -156,13 +182,18 @@ def check_axe(page):
 def open_as(browser, live_server, transactional_db, csp_violations, axe_violations):
     """open_as(user) -> a signed-in page (one browser context per person, like two desks).
     Any Content-Security-Policy violation on any of its pages fails the test, and so does any
-    critical or serious accessibility violation (axe-core) on any page it loaded."""
+    critical or serious accessibility violation (axe-core) on any page it loaded.
+    open_as(user, color_scheme="dark"): a person whose browser prefers the dark scheme; their
+    pages are checked by axe (colour contrast included) in the dark scheme."""
     contexts = []
     visited = []
 
-    def _open(user):
+    def _open(user, color_scheme="light"):
         context = browser.new_context(
-            base_url=live_server.url, viewport={"width": 1360, "height": 900}, timezone_id="UTC"
+            base_url=live_server.url,
+            viewport={"width": 1360, "height": 900},
+            timezone_id="UTC",
+            color_scheme=color_scheme,
         )
         context.set_default_timeout(15000)
         watch_csp(context, csp_violations)
