@@ -9,14 +9,13 @@ Which one a job uses is decided at approval (the job's `wallet` and `wallet_iden
 the settings of the process that happens to run it: `wallet_for_job()` refuses, with the reason,
 when this process is not configured for the job's wallet.
 
-The cashier client uses the standard library only: `CASHIER_CONCURRENCY` threads, each with its
-own keep-alive `http.client` connection, so up to that many requests are in flight at once. A
-`429 Retry-After` or a backoff sleeps in the one thread that got it; the others go on. The
-threads only talk HTTP: every database write happens in the calling thread (`deliver`'s
-`record` callback), a batch at a time.
+The cashier client is urllib3 (ledger/http.py): `CASHIER_CONCURRENCY` threads share a pool of
+as many keep-alive connections, so up to that many requests are in flight at once. A `429
+Retry-After` or a backoff sleeps in the one thread that got it (its connection goes back to the
+pool); the others go on. The threads only talk HTTP: every database write happens in the
+calling thread (`deliver`'s `record` callback), a batch at a time.
 """
 
-import http.client
 import json
 import logging
 import threading
@@ -27,9 +26,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from refunds_admin.ledger.http import Halted as _Halted
 from refunds_admin.ledger.http import NotSent as _NotSent
+from refunds_admin.ledger.http import ServiceClient, Tries, backoff_delay, pause
 from refunds_admin.ledger.http import Unknown as _Unknown
-from refunds_admin.ledger.http import backoff_delay, json_or_none
 from refunds_admin.payouts.money import AmountError, format_cents, parse_amount
 from refunds_admin.proposals.posting_order import (
     CASHIER,
@@ -73,10 +73,6 @@ class Outcome:
     status: int = 0
 
 
-class _Halted(Exception):
-    """Another credit stopped the delivery: this one was not sent (or not retried)."""
-
-
 class CashierWallet:
     """Sends credits to the operator's cashier, exactly once per key, several at a time."""
 
@@ -95,95 +91,47 @@ class CashierWallet:
         concurrency=16,
     ):
         self.base_url = base_url.rstrip("/")
-        parsed = urllib.parse.urlsplit(self.base_url)
-        self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
-        self.base_path = parsed.path
         self.token = token
         self.timeout = timeout
         self.max_tries = max_tries
         self.backoff = backoff
         self.max_wait = max_wait
         self.concurrency = max(1, int(concurrency))
-        self._local = threading.local()
-        self._connections = []
-        self._connections_lock = threading.Lock()
+        # One connection per sending thread, kept alive across the whole delivery.
+        self.client = ServiceClient(
+            self.base_url,
+            token,
+            timeout=timeout,
+            connections=self.concurrency,
+            backoff=backoff,
+            max_wait=max_wait,
+        )
 
-    # -- one HTTP exchange over this thread's keep-alive connection ------------------------------
-
-    def _connection(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            cls = (
-                http.client.HTTPSConnection
-                if self.scheme == "https"
-                else http.client.HTTPConnection
-            )
-            conn = cls(self.host, self.port, timeout=self.timeout)
-            try:
-                conn.connect()
-            except OSError as exc:  # refused, unreachable, connect timeout: nothing was sent
-                conn.close()
-                raise _NotSent(str(exc) or type(exc).__name__) from exc
-            self._local.conn = conn
-            with self._connections_lock:
-                self._connections.append(conn)
-        return conn
-
-    def _drop_connection(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+    # -- HTTP (ledger/http.py: urllib3, one pool of keep-alive connections) ---------------------
 
     def close(self):
-        """Close every keep-alive connection (each thread's)."""
-        with self._connections_lock:
-            for conn in self._connections:
-                conn.close()
-            self._connections.clear()
+        """Close every keep-alive connection (the delivery is over)."""
+        self.client.close()
 
-    def _request(self, method, path, body=None, headers=None):
+    def _request(self, method, path, body=None, headers=None, tries=None):
         """(status, json or None, headers). Raises _NotSent before sending, _Unknown after."""
-        conn = self._connection()
-        all_headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
-        all_headers.update(headers or {})
-        try:
-            conn.request(method, self.base_path + path, body=body, headers=all_headers)
-            response = conn.getresponse()
-            raw = response.read()
-        except (OSError, http.client.HTTPException) as exc:
-            # Timeout, or the connection dropped after the request went out (or a keep-alive
-            # connection the cashier had closed): the outcome is unknown.
-            self._drop_connection()
-            raise _Unknown(str(exc) or type(exc).__name__) from exc
-        if response.will_close:
-            self._drop_connection()
-        return response.status, json_or_none(raw), response.headers
+        return self.client.request(method, path, body=body, headers=headers, tries=tries)
 
-    def _delay(self, attempt, retry_after=None):
-        """Capped exponential backoff; the cashier's Retry-After (seconds) wins when given."""
-        return backoff_delay(attempt, self.backoff, self.max_wait, retry_after)
+    def _delay(self, attempt):
+        """The wait before asking again whether a credit landed: capped exponential backoff."""
+        return backoff_delay(attempt, self.backoff, self.max_wait)
 
     def _sleep(self, delay, halt):
-        """Sleep in this thread only; stop early when another credit halted the delivery.
-        (Short sleeps rather than a timed Event.wait: the same behaviour, and it holds under a
-        shifted clock such as the suite's libfaketime run.)"""
-        deadline = time.monotonic() + delay
-        while True:
-            if halt is not None and halt.is_set():
-                raise _Halted()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            time.sleep(min(0.05, remaining))
+        """Sleep in this thread only; stop early when another credit halted the delivery."""
+        pause(delay, halt)
 
     # -- the protocol ----------------------------------------------------------------------------
 
-    def status_of(self, key):
+    def status_of(self, key, tries=None):
         """(applied, credit_id): True, False (never applied: safe to send) or None (unknown)."""
         try:
             status, payload, _ = self._request(
-                "GET", "/credits/" + urllib.parse.quote(key, safe="")
+                "GET", "/credits/" + urllib.parse.quote(key, safe=""), tries=tries
             )
         except (_NotSent, _Unknown):
             return None, ""
@@ -197,31 +145,39 @@ class CashierWallet:
 
     def apply(self, key, body, halt=None):
         """Apply one credit. Returns an Outcome (applied, or refused by 409/422); raises
-        CashierStopped (401/403) or CashierUnavailable after `max_tries` tries that failed for
-        the wallet unavailable (5xx, 429, no connection, unknown outcome)."""
+        CashierStopped (401/403) or CashierUnavailable after `max_tries` requests that failed
+        for the wallet unavailable (5xx, 429, no connection, unknown outcome).
+
+        urllib3 sends again what is safe to (a refused connection, a 429 or 5xx answer, with
+        Retry-After); a POST that was sent and not answered comes back here as _Unknown, and
+        this loop asks the cashier whether it applied the credit before sending it again."""
         data = json.dumps(body).encode()
         headers = {"Idempotency-Key": key, "Content-Type": "application/json"}
+        tries = Tries(self.max_tries, halt)
         must_ask_first = False
         last = "no answer"
-        for attempt in range(1, self.max_tries + 1):
+        while tries.left > 0:
             if halt is not None and halt.is_set():
                 raise _Halted()
             if must_ask_first:
                 # The last request may have been applied: ask before sending it again.
-                applied, credit_id = self.status_of(key)
+                applied, credit_id = self.status_of(key, tries)
                 if applied:
                     return Outcome(True, credit_id, status=200)
                 if applied is None:
                     last = "the cashier could not say whether it applied the credit"
-                    self._sleep(self._delay(attempt), halt)
+                    self._sleep(self._delay(tries.spent), halt)
                     continue
                 must_ask_first = False
+                if tries.left == 0:
+                    break
             try:
-                status, payload, response_headers = self._request("POST", "/credits", data, headers)
-            except _NotSent as exc:
+                status, payload, response_headers = self._request(
+                    "POST", "/credits", data, headers, tries
+                )
+            except _NotSent as exc:  # urllib3 tried again until the tries ran out
                 last = f"cashier not reachable ({exc})"
-                log.info("%s for %s; retrying", last, key)
-                self._sleep(self._delay(attempt), halt)
+                log.info("%s for %s", last, key)
                 continue
             except _Unknown as exc:
                 last = f"no answer from the cashier ({exc})"
@@ -235,8 +191,9 @@ class CashierWallet:
             if status in (401, 403):
                 raise CashierStopped(_refusal_text(status, payload) + ": check CASHIER_TOKEN")
             if status == 429 or status >= 500:
+                # urllib3 waited (Retry-After or the backoff) and sent it again until the tries
+                # ran out: the cashier is unavailable.
                 last = f"cashier answered {status}"
-                self._sleep(self._delay(attempt, response_headers.get("Retry-After")), halt)
                 continue
             return Outcome(False, error=f"cashier answered an unexpected {status}", status=status)
         raise CashierUnavailable(f"no confirmation for {key} after {self.max_tries} tries: {last}")
@@ -249,7 +206,7 @@ class CashierWallet:
         except (_NotSent, _Unknown) as exc:
             raise CashierUnavailable(str(exc)) from exc
         finally:
-            self._drop_connection()
+            self.close()  # a reconciliation asks once; no connection is left open
         if status in (401, 403):
             raise CashierStopped(_refusal_text(status, payload, "the reconciliation query"))
         if status != 200 or payload is None:

@@ -7,10 +7,11 @@ job) / NotifierUnavailable (kept failing: the job retries later).
 The webhook client follows the cashier adapter's rules (ledger/wallets.py, design.md convention
 13): the Idempotency-Key is the same on every try; a refused connection is safe to send again;
 after a timeout or a dropped answer the outcome is unknown, so it asks (GET) before sending
-again; 429 and 5xx wait (Retry-After, else exponential backoff) and retry; 409/422 is a refusal
-for a human; 401/403 stops the job. Unlike the cashier client it keeps one keep-alive
-connection per sending thread: a 100k-player posting is 100k requests. Only the standard
-library (http.client) is used.
+again; 429 and 5xx wait (Retry-After in seconds or as an HTTP date, else exponential backoff)
+and retry; 409/422 is a refusal for a human; 401/403 stops the job. Both use the client of
+ledger/http.py (urllib3): a pool of keep-alive connections, one per sending thread, reused across
+batches (a 100k-player posting is 100k requests), urllib3's Retry for what is safe to send
+again, and the ask-before-sending-again loop below for what is not.
 """
 
 import logging
@@ -24,8 +25,8 @@ import orjson
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 
-from refunds_admin.ledger.http import KeepAlive, backoff_delay, json_or_none
 from refunds_admin.ledger.http import NotSent as _NotSent
+from refunds_admin.ledger.http import ServiceClient, Tries, backoff_delay
 from refunds_admin.ledger.http import Unknown as _Unknown
 
 from .models import Channel
@@ -63,92 +64,55 @@ class WebhookNotifier:
     # What `address_for` returns, for the outbox written in SQL (services._ADDRESS_SQL).
     address_source = "player_id"
 
-    def __init__(self, base_url, token, *, timeout=10.0, max_tries=8, backoff=0.5, max_wait=30.0):
-        parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
-        self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
-        self.base_path = parsed.path
+    def __init__(
+        self,
+        base_url,
+        token,
+        *,
+        timeout=10.0,
+        max_tries=8,
+        backoff=0.5,
+        max_wait=30.0,
+        connections=8,
+    ):
         self.endpoint = base_url.rstrip("/") + "/messages"
         self.token = token
         self.timeout = timeout
         self.max_tries = max_tries
         self.backoff = backoff
         self.max_wait = max_wait
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._open = []
+        # One keep-alive connection per sending thread (NOTIFY_CONCURRENCY), reused across batches.
+        self.client = ServiceClient(
+            base_url,
+            token,
+            timeout=timeout,
+            connections=connections,
+            backoff=backoff,
+            max_wait=max_wait,
+        )
 
     def address_for(self, player_id, email):
         """The webhook is keyed by player id: every player has an address."""
         return player_id
 
-    # -- one HTTP exchange over this thread's keep-alive connection ----------------------------
-
-    def _connection(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = KeepAlive(self.scheme, self.host, self.port, self.timeout)
-            with self._lock:
-                self._open.append(conn)
-        return conn
-
-    def _drop(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-        self._local.conn = None
-
     def close(self):
-        """Close every thread's connection (the job is over)."""
-        with self._lock:
-            open_connections, self._open = self._open, []
-        for conn in open_connections:
-            conn.close()
-        self._local.conn = None
+        """Close every connection (the job is over)."""
+        self.client.close()
 
-    def _request(self, method, path, body=None, headers=None):
+    def _request(self, method, path, body=None, headers=None, tries=None):
         """(status, json or None, headers). Raises _NotSent before sending, _Unknown after."""
-        all_headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
-        all_headers.update(headers or {})
-        for reuse in (True, False):
-            conn = self._connection()
-            fresh = not conn.connected
-            if fresh:
-                try:
-                    conn.connect()
-                except OSError as exc:  # refused, unreachable: nothing was sent
-                    self._drop()
-                    raise _NotSent(str(exc) or type(exc).__name__) from exc
-            try:
-                conn.send(method, self.base_path + path, body, all_headers)
-            except OSError as exc:
-                self._drop()
-                if reuse and not fresh:
-                    # The server had closed this idle keep-alive connection: the request was
-                    # not written, so sending it on a new connection is safe.
-                    continue
-                raise _Unknown(str(exc) or type(exc).__name__) from exc
-            try:
-                status, response_headers, raw = conn.read_response()
-            except (OSError, ValueError) as exc:
-                # Sent, and no answer (timeout, dropped connection -- even an idle keep-alive
-                # closed at this moment looks the same): the outcome is unknown, ask first.
-                self._drop()
-                raise _Unknown(str(exc) or type(exc).__name__) from exc
-            if response_headers.get("connection", "").lower() == "close":
-                self._drop()
-            return status, json_or_none(raw), response_headers
-        raise _Unknown("connection closed twice")  # pragma: no cover - loop always returns
+        return self.client.request(method, path, body=body, headers=headers, tries=tries)
 
-    def _wait(self, attempt, retry_after=None):
-        time.sleep(backoff_delay(attempt, self.backoff, self.max_wait, retry_after))
+    def _wait(self, attempt):
+        time.sleep(backoff_delay(attempt, self.backoff, self.max_wait))
 
     # -- the protocol ------------------------------------------------------------------------------
 
-    def status_of(self, key):
+    def status_of(self, key, tries=None):
         """(delivered, id): True, False (never received: safe to send) or None (unknown)."""
         try:
             status, payload, _ = self._request(
-                "GET", "/messages/" + urllib.parse.quote(key, safe="")
+                "GET", "/messages/" + urllib.parse.quote(key, safe=""), tries=tries
             )
         except (_NotSent, _Unknown):
             return None, ""
@@ -172,24 +136,26 @@ class WebhookNotifier:
         )
         key = message.idempotency_key
         headers = {"Idempotency-Key": key, "Content-Type": "application/json"}
+        tries = Tries(self.max_tries)
         must_ask_first = False
-        for attempt in range(1, self.max_tries + 1):
+        while tries.left > 0:
             if must_ask_first:
                 # The last request may have been delivered: ask before sending it again.
-                delivered, remote_id = self.status_of(key)
+                delivered, remote_id = self.status_of(key, tries)
                 if delivered:
                     return Outcome(True, remote_id)
                 if delivered is None:
-                    self._wait(attempt)
+                    self._wait(tries.spent)
                     continue
                 must_ask_first = False
+                if tries.left == 0:
+                    break
             try:
                 status, payload, response_headers = self._request(
-                    "POST", "/messages", body, headers
+                    "POST", "/messages", body, headers, tries
                 )
-            except _NotSent as exc:
-                log.info("messaging webhook not reachable for %s (%s); retrying", key, exc)
-                self._wait(attempt)
+            except _NotSent as exc:  # urllib3 tried again until the tries ran out
+                log.info("messaging webhook not reachable for %s (%s)", key, exc)
                 continue
             except _Unknown as exc:
                 log.info("no answer from the webhook for %s (%s); asking first", key, exc)
@@ -203,8 +169,7 @@ class WebhookNotifier:
             if status in (401, 403):
                 raise NotifierStopped(f"messaging webhook refused our token ({status})")
             if status == 429 or status >= 500:
-                self._wait(attempt, response_headers.get("retry-after"))
-                continue
+                continue  # urllib3 waited and sent it again until the tries ran out
             return Outcome(False, error=f"webhook answered an unexpected {status}")
         raise NotifierUnavailable(f"no confirmation for {key} after {self.max_tries} tries")
 
@@ -271,6 +236,7 @@ def notifier_for(channel):
             timeout=settings.NOTIFY_TIMEOUT,
             max_tries=settings.NOTIFY_MAX_TRIES,
             backoff=settings.NOTIFY_BACKOFF,
+            connections=settings.NOTIFY_CONCURRENCY,
         )
     return EmailNotifier()
 
