@@ -93,6 +93,7 @@ urlpatterns = [
     path("outages/<int:pk>/report/", outages.outage_report, name="outage_report"),
     path("outages/<int:pk>/replay/", outages.outage_replay, name="outage_replay"),
     path("outages/<int:pk>/report.csv", outages.outage_report_csv, name="outage_report_csv"),
+    path("outages/<int:pk>/report.xlsx", outages.outage_report_xlsx, name="outage_report_xlsx"),
     # Proposals, approval, posting
     path("proposals/<int:pk>/", proposals.proposal_detail, name="proposal_detail"),
     path(
@@ -103,6 +104,11 @@ urlpatterns = [
     path("proposals/<int:pk>/chart.svg", proposals.proposal_chart, name="proposal_chart"),
     path(
         "proposals/<int:pk>/export.csv", proposals.proposal_export_csv, name="proposal_export_csv"
+    ),
+    path(
+        "proposals/<int:pk>/export.xlsx",
+        proposals.proposal_export_xlsx,
+        name="proposal_export_xlsx",
     ),
     path(
         "proposals/<int:pk>/export.json",
@@ -142,5 +148,6 @@ urlpatterns = [
     path("reports/", reports.finance_report, name="finance_report"),
     path("reports/chart.svg", reports.finance_report_chart, name="finance_report_chart"),
     path("reports/export.csv", reports.finance_report_csv, name="finance_report_csv"),
+    path("reports/export.xlsx", reports.finance_report_xlsx, name="finance_report_xlsx"),
     path("reports/postings/<int:pk>/credits/", reports.posting_credits, name="posting_credits"),
 ]

@@ -171,7 +171,7 @@ def test_it_lets_an_auditor_find_replay_and_export_an_incident(
     shot(page, "audit")
     with page.expect_download() as download:
         page.click("text=Export CSV")
-    text = open(download.value.path(), encoding="utf-8").read()
+    text = open(download.value.path(), encoding="utf-8-sig").read()
     assert "proposal.approved" in text and "UP-AUDIT-1" in text
     page.click("#events tr:has-text('incident.recorded') >> a:text-is('Open')")
     page.wait_for_selector("h1:has-text('Incident')")

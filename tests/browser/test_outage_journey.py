@@ -102,5 +102,5 @@ def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
     shot(mpage, "outage-report")
     with mpage.expect_download() as download:
         mpage.click("#report-csv")
-    text = open(download.value.path(), encoding="utf-8").read()
+    text = open(download.value.path(), encoding="utf-8-sig").read()
     assert all(x in text for x in AFFECTED) and "UNRELATED-9" not in text

@@ -285,7 +285,7 @@ def test_it_fixes_audit_time_exports_and_display(
     with page.expect_download() as download:
         page.goto(f"/proposals/{proposal.pk}/")
         page.click("text=Export CSV")
-    rows = list(csv.DictReader(open(download.value.path(), encoding="utf-8")))
+    rows = list(csv.DictReader(open(download.value.path(), encoding="utf-8-sig")))
     assert rows[0]["currency"] == "USD"
 
     page.set_viewport_size({"width": 1366, "height": 900})

@@ -16,7 +16,7 @@ HOSTILE = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd
 
 
 def _rows(response):
-    text = b"".join(response.streaming_content).decode()
+    text = b"".join(response.streaming_content).decode("utf-8-sig")
     return list(csv.reader(io.StringIO(text)))
 
 
@@ -133,10 +133,55 @@ def test_every_csv_export_neutralises_formulas(client, support, manager):
         assert response.status_code == 200, name
         body = (
             b"".join(response.streaming_content) if response.streaming else response.content
-        ).decode()
+        ).decode("utf-8-sig")
         cells = [c for row in csv.reader(io.StringIO(body)) for c in row]
         assert cells, name
         assert not [c for c in cells if c.startswith(("=", "+", "@", "\t", "\r"))], name
         assert not [c for c in cells if c.startswith("-") and not c[1:2].isdigit()], name
-    report = client.get(reverse("outage_report_csv", args=[o.pk])).content.decode()
+    report = client.get(reverse("outage_report_csv", args=[o.pk])).content.decode("utf-8-sig")
     assert "'=OUT1" in report and "'=HYPERLINK" in report
+
+
+def _body(response):
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def test_every_csv_export_starts_with_the_utf8_bom_and_keeps_non_ascii_names(
+    client, support, manager
+):
+    """Excel reads a CSV as UTF-8 only with the byte order mark first; without it "Jürgen" and
+    "玩家" arrive garbled. Every .csv view of the site, a non-ASCII name through each."""
+    from django.urls import reverse
+
+    from tests.support.factories import approve_outage, prepared_outage
+
+    name = "Jürgen 玩家 Ørsted"
+    o = prepared_outage(support, external_ids=["ÜBER-1"], docs={"ÜBER-1": {"name": name}})
+    approve_outage(o, manager)
+    proposal = draft_proposal(support, entry_fields={0: {"screen_name": name}})
+    proposals.submit_proposal(proposal, acting_user=support)
+    proposals.reject_proposal(proposal, acting_user=manager, reason=f"{name} was paid twice")
+    args = {
+        "outage_report_csv": [o.pk],
+        "proposal_export_csv": [proposal.pk],
+        "audit_export": [],
+        "finance_report_csv": [],
+    }
+    assert _export_urls() == sorted(args), "a new CSV export: add it here"
+    client.force_login(manager)
+    for url_name, url_args in args.items():
+        body = _body(client.get(reverse(url_name, args=url_args)))
+        assert body.startswith(b"\xef\xbb\xbf"), url_name
+        assert not body[3:].startswith(b"\xef\xbb\xbf"), url_name  # once, not per chunk
+        text = body.decode("utf-8-sig")
+        assert text[0] != "\ufeff", url_name
+        if url_name != "finance_report_csv":  # the finance report has no names in it
+            assert name in text, url_name
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                _body(client.get(f"/proposals/{proposal.pk}/export.csv")).decode("utf-8-sig")
+            )
+        )
+    )
+    assert rows[0]["screen_name"] == name and "currency" in rows[0]

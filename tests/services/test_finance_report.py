@@ -87,7 +87,9 @@ def test_it_is_for_managers_and_auditors_with_chart_csv_and_credits(
     svg = client.get(reverse("finance_report_chart") + "?currency=USD")
     assert svg["Content-Type"] == "image/svg+xml"
     assert svg.content.count(b"<rect") >= 2 and b"style=" not in svg.content
-    exported = b"".join(client.get(reverse("finance_report_csv")).streaming_content).decode()
+    exported = b"".join(client.get(reverse("finance_report_csv")).streaming_content).decode(
+        "utf-8-sig"
+    )
     rows = list(csv.DictReader(io.StringIO(exported)))
     usd = sum(int(Decimal(r["amount"]) * 100) for r in rows if r["currency"] == "USD")
     assert usd == ledger_total("USD")
@@ -111,7 +113,9 @@ def test_an_all_cash_posting_is_all_cash_paid_in_the_per_method_table_and_csv(
     client.force_login(auditor)
     page = client.get(reverse("finance_report"))
     assert "What it cost, by form" in page.text and "Tickets returned" in page.text
-    exported = b"".join(client.get(reverse("finance_report_csv")).streaming_content).decode()
+    exported = b"".join(client.get(reverse("finance_report_csv")).streaming_content).decode(
+        "utf-8-sig"
+    )
     rows = list(csv.DictReader(io.StringIO(exported)))
     assert {"cash_paid", "tournament_money_credited", "tickets_returned", "tickets_value"} <= set(
         rows[0]

@@ -487,7 +487,7 @@ def test_the_proposal_exports_carry_the_format_columns_only_where_used(client, s
 
     def header(proposal):
         body = b"".join(client.get(f"/proposals/{proposal.pk}/export.csv").streaming_content)
-        return next(csv.reader(io.StringIO(body.decode())))
+        return next(csv.reader(io.StringIO(body.decode("utf-8-sig"))))
 
     assert {"bounty_refund", "bounty_paid", "bounty", "bounties_won", "rebuys_paid"} <= set(
         header(knockout)
@@ -511,7 +511,7 @@ def test_the_exports_of_a_rule_1_proposal_name_each_returned_ticket(client, supp
     proposal = _full_refund(support, knockout_doc())
     client.force_login(auditor)
     body = b"".join(client.get(f"/proposals/{proposal.pk}/export.csv").streaming_content)
-    rows = {row["entry_id"]: row for row in csv.DictReader(io.StringIO(body.decode()))}
+    rows = {row["entry_id"]: row for row in csv.DictReader(io.StringIO(body.decode("utf-8-sig")))}
     assert rows["e1"]["refunds"] == "ticket TKT-1 43.00"
     assert rows["e5"]["paid_with"] == "tournament_money 20.00; cash 23.00"
     assert rows["e2"]["refunds"] == ""

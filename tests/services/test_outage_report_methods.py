@@ -60,7 +60,9 @@ def test_the_page_and_the_csv_show_the_methods_and_posting_pays_them(client, pai
     assert "Cost per method" in page and 'id="cost-method"' in page
     rows = list(
         csv.DictReader(
-            io.StringIO(client.get(f"/outages/{paid_outage.pk}/report.csv").content.decode())
+            io.StringIO(
+                client.get(f"/outages/{paid_outage.pk}/report.csv").content.decode("utf-8-sig")
+            )
         )
     )
     out1 = next(r for r in rows if r["tournament"] == "OUT-1")

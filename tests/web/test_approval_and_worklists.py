@@ -478,7 +478,9 @@ def test_it_exports_the_currency_in_the_proposal_csv(client, support, auditor):
     proposal = submitted_proposal(support)
     client.force_login(auditor)
     response = client.get(reverse("proposal_export_csv", args=[proposal.pk]))
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    rows = list(
+        csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    )
     assert rows[0]["currency"] == "USD" and rows[0]["total"] == "385.00"
 
 

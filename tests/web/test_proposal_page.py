@@ -119,7 +119,9 @@ def test_it_draws_a_chart_of_at_most_500_points(client, support, auditor):
 def test_it_exports_every_line_as_csv_and_json(client, big, auditor):
     client.force_login(auditor)
     response = client.get(reverse("proposal_export_csv", args=[big.pk]))
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    rows = list(
+        csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    )
     assert len(rows) == 250
     # e000 (1,000 chips): 30.00 buy-in + 0.18 chip equity + 3.00 fee.
     assert rows[0]["entry_id"] == "e000" and rows[0]["total"] == "33.18"

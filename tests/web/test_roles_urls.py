@@ -43,6 +43,7 @@ def _pages(w):
         (reverse("proposal_chart", args=[p]), "get", ALL),
         (reverse("proposal_export_csv", args=[p]), "get", ALL),
         (reverse("proposal_export_json", args=[p]), "get", ALL),
+        (reverse("proposal_export_xlsx", args=[p]), "get", ALL),
         (reverse("proposal_submit", args=[p]), "post", PREPARE),
         (reverse("proposal_approval", args=[p]), "get", ALL),
         (reverse("proposal_approval", args=[p]), "post", DECIDE),
@@ -67,6 +68,7 @@ def _pages(w):
         (reverse("finance_report") + "?start=2026-01-01&end=2026-12-31", "get", REPORT),
         (reverse("finance_report_chart"), "get", REPORT),
         (reverse("finance_report_csv"), "get", REPORT),
+        (reverse("finance_report_xlsx"), "get", REPORT),
         (reverse("posting_credits", args=[p]), "get", REPORT),
     ]
 

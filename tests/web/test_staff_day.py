@@ -317,7 +317,9 @@ def test_the_audit_csv_gives_money_as_amounts_with_their_currency(client, world,
 
     client.force_login(auditor)
     response = client.get(reverse("audit_export"), {"tournament": "UP-TEST-1"})
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    rows = list(
+        csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    )
     prepared = next(r for r in rows if r["action"] == "proposal.prepared")
     after = json.loads(prepared["after"])
     total = world["proposal"].total_cents
@@ -372,7 +374,9 @@ def test_the_outage_report_names_the_approver(client, support, manager, auditor)
     rows = list(
         csv.DictReader(
             io.StringIO(
-                client.get(reverse("outage_report_csv", args=[prepared.pk])).content.decode()
+                client.get(reverse("outage_report_csv", args=[prepared.pk])).content.decode(
+                    "utf-8-sig"
+                )
             )
         )
     )

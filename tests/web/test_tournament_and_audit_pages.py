@@ -84,7 +84,9 @@ def test_it_shows_before_and_after_as_readable_key_value_rows(client, world, aud
 def test_it_exports_the_filtered_audit_history_as_csv(client, world, auditor):
     client.force_login(auditor)
     response = client.get(reverse("audit_export"), {"tournament": "UP-TEST-1"})
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    rows = list(
+        csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    )
     assert [r["action"] for r in rows] == [
         "snapshot.imported",
         "incident.recorded",

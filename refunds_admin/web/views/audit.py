@@ -2,7 +2,6 @@ import json
 from datetime import UTC, datetime, time, timedelta
 from urllib.parse import urlencode
 
-from django.http import StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
@@ -12,7 +11,7 @@ from refunds_admin.audit.display import describe, for_export
 
 from .. import queries
 from ..access import role_required
-from ..downloads import attachment, csv_writer
+from ..downloads import csv_download, csv_writer
 from ..forms import AuditFilterForm
 from ..paging import Column, KeysetPage
 
@@ -127,6 +126,4 @@ def audit_export(request):
                 ]
             )
 
-    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = attachment("audit.csv")
-    return response
+    return csv_download(rows(), "audit.csv")

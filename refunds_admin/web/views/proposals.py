@@ -22,7 +22,16 @@ from refunds_admin.tournaments.models import Entry
 
 from .. import palette, queries
 from ..access import get_proposal_for, role_required
-from ..downloads import attachment, csv_writer
+from ..downloads import (
+    BOOLEAN,
+    INTEGER,
+    MONEY,
+    TEXT,
+    attachment,
+    csv_download,
+    csv_writer,
+    xlsx_download,
+)
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..progress import progress_of
 from .tournaments import prize_ranges
@@ -451,9 +460,43 @@ def proposal_export_csv(request, pk):
                 ]
             )
 
-    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = attachment(_file_name(proposal, "csv"))
-    return response
+    return csv_download(rows(), _file_name(proposal, "csv"))
+
+
+# The XLSX columns of the base fields (after "currency"): ids and names as text, chips as a
+# count, the amounts by component as money, "capped" as TRUE/FALSE; widths in characters.
+_XLSX_BASE = (
+    (TEXT, 14), (TEXT, 14), (TEXT, 24), (TEXT, 11), (INTEGER, 13), (MONEY, 14),
+    (MONEY, 13), (MONEY, 13), (MONEY, 12), (MONEY, 14), (BOOLEAN, 8),
+)  # fmt: skip
+
+
+@role_required(CAN_READ)
+def proposal_export_xlsx(request, pk):
+    """The breakdown as a spreadsheet: the CSV's columns, every entry with its amounts by
+    component as numbers (a manager sums them in Excel), streamed from a temporary file."""
+    proposal = get_proposal_for(request, pk)
+    names, optional = export_fields(proposal)
+    extra = names[len(_BASE_FIELDS) :]
+    columns = [
+        ("currency", TEXT, 9),
+        *((n, kind, width) for n, (kind, width) in zip(names, _XLSX_BASE, strict=False)),
+        *((n, MONEY if n in _MONEY else TEXT, 14 if n in _MONEY else 30) for n in extra),
+    ]
+    payments = {i for i, n in enumerate(extra) if n in ("paid_with", "refunds")}
+    currency = proposal.currency
+    base = len(_BASE_FIELDS)
+
+    def rows():
+        for row in _export_rows(proposal, optional):
+            if payments:
+                tail = tuple(
+                    _payments_csv(v) if i in payments else v for i, v in enumerate(row[base:])
+                )
+                row = row[:base] + tail
+            yield (currency, *row)
+
+    return xlsx_download(_file_name(proposal, "xlsx"), "breakdown", columns, rows())
 
 
 @role_required(CAN_READ)
