@@ -7,11 +7,13 @@ and skipping every row before it.
 """
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import CharField, Count, Q
+from django.db.models import CharField, Count, Max, Min, Q
 from django.db.models.functions import Cast, Lower
 
 from refunds_admin.audit.models import AuditEvent
@@ -20,7 +22,7 @@ from refunds_admin.payouts.money import display, to_cents
 from refunds_admin.proposals.figures import RULE_COMPONENTS
 from refunds_admin.proposals.figures import from_lines as figures_from_lines
 from refunds_admin.proposals.models import NOT_LIVE, PayoutLine, PayoutProposal
-from refunds_admin.tournaments.models import KNOCKOUT, PAID_WITH, REBUYS, Entry
+from refunds_admin.tournaments.models import KNOCKOUT, PAID_WITH, REBUYS, Entry, PrizePlace
 from refunds_admin.tournaments.services import engine_snapshot
 
 PAGE_SIZE = 100
@@ -166,6 +168,97 @@ def snapshot_entries(snapshot, *, q=""):
             | Q(screen_lower=q.lower(), screen_name=q)
         )
     return qs
+
+
+class PrizeRange(NamedTuple):
+    """Consecutive places paying the same prize ("10–12, USD 150.00 each")."""
+
+    first: int
+    last: int
+    amount_cents: int
+    non_cash: bool
+    description: str
+
+
+def prize_ranges(snapshot) -> tuple[PrizeRange, ...]:
+    """The snapshot's prize table as a platform writes it: consecutive places paying the same
+    prize form one range, so a 100k-entry field shows a score of rows, not one per paid place
+    (the stored table has one row per place, for the engine and the lookups).
+
+    A snapshot never changes once imported, so its ranges are worked out once per web process
+    and kept (keyed by the document's SHA-256 too, so that a reused id can never be served
+    another table): reading the 14k-50k stored places again costs 20-60 ms at every view of
+    the tournament page and of each of its proposals' pages (docs/performance.md, issue 25).
+    """
+    return _prize_ranges(snapshot.pk, snapshot.sha256)
+
+
+@lru_cache(maxsize=64)
+def _prize_ranges(snapshot_id: int, sha256: str) -> tuple[PrizeRange, ...]:
+    places = PrizePlace.objects.filter(snapshot_id=snapshot_id).order_by()
+    # One group per (amount, non-cash, description), counted by the database. The import
+    # refuses a prize that rises, so the places of one amount are consecutive, and a group
+    # whose places fill its span is a range. Only when one amount mixes descriptions (place 5
+    # a ticket, 6 cash, 7 a ticket again) does a group have holes: then the places are walked
+    # in order.
+    groups = (
+        places.values("amount_cents", "non_cash", "description")
+        .annotate(first=Min("place"), last=Max("place"), n=Count("pk"))
+        .order_by("first")
+    )
+    ranges = []
+    for g in groups:
+        if g["last"] - g["first"] + 1 != g["n"]:
+            return _prize_ranges_walked(places)
+        ranges.append(
+            PrizeRange(g["first"], g["last"], g["amount_cents"], g["non_cash"], g["description"])
+        )
+    return tuple(ranges)
+
+
+def _prize_ranges_walked(places) -> tuple[PrizeRange, ...]:
+    ranges: list[PrizeRange] = []
+    rows = places.order_by("place").values_list("place", "amount_cents", "non_cash", "description")
+    for place, amount, non_cash, description in rows.iterator(chunk_size=5000):
+        last = ranges[-1] if ranges else None
+        if (
+            last is not None
+            and last.last == place - 1
+            and last[2:] == (amount, non_cash, description)
+        ):
+            ranges[-1] = last._replace(last=place)
+        else:
+            ranges.append(PrizeRange(place, place, amount, non_cash, description))
+    return tuple(ranges)
+
+
+PRIZE_RANGES_SHOWN = 100
+
+
+@dataclass
+class PrizePage:
+    ranges: tuple[PrizeRange, ...]
+    paid_places: int  # the last place the table lists
+    next_from: int | None  # first place of the next page of ranges
+    prev_from: int | None  # first place of the previous page
+
+
+def prize_page(snapshot, from_place=None, size=PRIZE_RANGES_SHOWN) -> PrizePage:
+    """At most `size` ranges of the prize table, from the range holding `from_place` on: a
+    table whose every place pays its own amount (50k places, 50k ranges) is paged like the
+    entries rather than sent whole."""
+    ranges = prize_ranges(snapshot)
+    start = 0
+    if from_place and ranges:
+        start = max(0, bisect_right([r.first for r in ranges], from_place) - 1)
+    shown = ranges[start : start + size]
+    more = start + size < len(ranges)
+    return PrizePage(
+        ranges=shown,
+        paid_places=ranges[-1].last if ranges else 0,
+        next_from=ranges[start + size].first if more else None,
+        prev_from=ranges[max(0, start - size)].first if start else None,
+    )
 
 
 def breakdown_columns(proposal):

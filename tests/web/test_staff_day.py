@@ -94,6 +94,61 @@ def test_the_tournament_page_shows_prize_ranges_as_imported(client, support):
     assert "USD 150.00" in table
 
 
+def _prize_rows(page):
+    table = page[
+        page.index('id="prize-ranges"') : page.index("</tbody>", page.index("prize-ranges"))
+    ]
+    return re.findall(r"<tr><td>([0-9–]+)</td><td class=\"num\">([^<]+)</td>", table)
+
+
+@pytest.mark.django_db
+def test_a_prize_table_paying_every_place_its_own_amount_is_shown_a_page_at_a_time(client, support):
+    from refunds_admin.payouts.money import format_cents
+    from refunds_admin.web.queries import PRIZE_RANGES_SHOWN
+    from tests.support.factories import import_doc, sunday_major_doc
+
+    doc = sunday_major_doc("UP-EVERY-PLACE", entries=400, active=60)
+    # 150 places, each paying a cent less than the one before: 150 ranges of one place.
+    doc["tournament"]["prizes"] = [
+        {"place": p, "amount": format_cents(2000_00 - p)} for p in range(1, 151)
+    ]
+    snapshot = import_doc(support, doc)
+    client.force_login(support)
+    url = reverse("tournament_detail", args=[snapshot.tournament_id])
+    first = client.get(url).content.decode()
+    rows = _prize_rows(first)
+    assert len(rows) == PRIZE_RANGES_SHOWN == 100
+    assert rows[0] == ("1", "USD 1,999.99") and rows[-1] == ("100", "USD 1,999.00")
+    assert 'href="?version=1&prizes_from=101#prize-ranges">Places from 101</a>' in first
+    assert "150 places in the table" in first
+    rest = client.get(url, {"version": 1, "prizes_from": 101}).content.decode()
+    rows = _prize_rows(rest)
+    assert [r[0] for r in rows] == [str(p) for p in range(101, 151)]
+    assert 'prizes_from=1#prize-ranges">Previous places</a>' in rest
+    assert "Places from" not in rest
+
+
+@pytest.mark.django_db
+def test_prize_ranges_keep_places_of_one_amount_apart_when_their_descriptions_alternate(
+    client, support
+):
+    """Places 10-12 pay the same amount, but 11 is a ticket: three ranges, not one."""
+    from tests.support.factories import import_doc
+
+    doc = _major_with_ranges("UP-RANGES-MIXED")
+    doc["tournament"]["prizes"][9:] = [
+        {"place": 10, "amount": "200.00"},
+        {"place": 11, "amount": "200.00", "non_cash": True, "description": "Ticket"},
+        {"place": 12, "amount": "200.00"},
+        {"places": [13, 40], "amount": "150.00"},
+    ]
+    snapshot = import_doc(support, doc)
+    client.force_login(support)
+    page = client.get(reverse("tournament_detail", args=[snapshot.tournament_id])).content.decode()
+    assert [r[0] for r in _prize_rows(page)][9:] == ["10", "11", "12", "13–40"]
+    assert "Ticket <small>(counted at its cash value)</small>" in page
+
+
 # --- Support / auditor: the stored snapshot document -----------------------------------------
 
 

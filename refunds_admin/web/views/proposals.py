@@ -1,4 +1,5 @@
 import json
+from html import escape
 from urllib.parse import quote, urlencode
 
 from django.contrib import messages
@@ -6,6 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -34,7 +36,6 @@ from ..downloads import (
 )
 from ..forms import ApproveForm, LineFilterForm, RejectForm
 from ..progress import progress_of
-from .tournaments import prize_ranges
 
 Status = PayoutProposal.Status
 POSTING_STATES = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
@@ -158,10 +159,14 @@ def _entry_cell_classes(columns):
 
 
 def _display_rows(lines, proposal, columns):
-    """The breakdown rows with their amounts already formatted ("USD 815.33") and their
-    statement link built: 100 rows x 5 amounts through template filters cost more than the
-    database query, and the 50 ms budget is for the whole page. The format columns the
-    tournament uses come from its entries at the same positions (one query for the page)."""
+    """The breakdown rows, every cell ready to print: amounts formatted ("815.33"), the
+    statement link built, and the cells between chips and total (the formats' own columns,
+    then the amounts) joined into one piece of escaped HTML per row.
+
+    100 rows through template filters, an inner loop per row and a lookup per cell cost more
+    than the database query, and the 50 ms budget is for the whole page (docs/performance.md,
+    issues 5 and 25). The format columns the tournament uses come from its entries at the same
+    positions (one query for the page)."""
     currency = proposal.currency
     url = reverse("proposal_statement", args=[proposal.pk, "ENTRY"]).replace("ENTRY/", "")
     fields = [f for _, f, when in _AMOUNT_COLUMNS if when is None or columns[when]]
@@ -171,26 +176,38 @@ def _display_rows(lines, proposal, columns):
         if wants_entries
         else {}
     )
-    return [
-        {
-            "line": line,
-            "chips": f"{line.chips:,}",
-            "entry_cells": list(
-                zip(
-                    _entry_cell_classes(columns),
-                    _entry_cells(entries.get(line.position), columns, currency),
-                    strict=True,
-                )
-            )
-            if wants_entries
-            else (),
-            "amounts": [display(getattr(line, f), currency, symbol=False) for f in fields],
-            "total": display(line.total_cents, currency, symbol=False),
-            "refunds": queries.payments_text(line.refunds, currency),
-            "statement_url": f"{url}{quote(line.entry_id, safe='')}/",
-        }
-        for line in lines
-    ]
+    classes = _entry_cell_classes(columns)
+    rows = []
+    for line in lines:
+        cells = [
+            *zip(
+                classes,
+                _entry_cells(entries.get(line.position), columns, currency)
+                if wants_entries
+                else (),
+                strict=True,
+            ),
+            *(("num", display(getattr(line, f), currency, symbol=False)) for f in fields),
+        ]
+        rows.append(
+            {
+                "entry_id": line.entry_id,
+                "player_id": line.player_id,
+                "screen_name": line.screen_name,
+                "status": line.status,
+                "capped": line.capped,
+                "chips": f"{line.chips:,}",
+                # Every text escaped here: Django's format_html costs 4x the standard library's
+                # escape per cell (its lazy-string checks), 1,000 cells a page.
+                "cells": mark_safe(  # noqa: S308 (each value escaped)
+                    "".join(f'<td class="{c}">{escape(text)}</td>' for c, text in cells)
+                ),
+                "total": display(line.total_cents, currency, symbol=False),
+                "refunds": queries.payments_text(line.refunds, currency) or "cash",
+                "statement_url": f"{url}{quote(line.entry_id, safe='')}/",
+            }
+        )
+    return rows
 
 
 def _may_approve(user, proposal):
@@ -231,7 +248,7 @@ def _decision_context(proposal):
         # A package or a ticket in the prize table is counted at its stated cash value: the
         # approver is told, place by place (full refund pays no prize, so there is nothing to say).
         "non_cash_prizes": (
-            [r for r in prize_ranges(proposal.snapshot) if r["non_cash"]]
+            [r for r in queries.prize_ranges(proposal.snapshot) if r.non_cash]
             if proposal.rule != "full_refund"
             else []
         ),

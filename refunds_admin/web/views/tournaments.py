@@ -118,36 +118,6 @@ def _where_it_stands(tournament):
     }
 
 
-def prize_ranges(snapshot):
-    """The prize table as a platform writes it: consecutive places paying the same prize form
-    one range ("10–12"), so a 3,000-entry field shows a dozen rows, not one per paid place
-    (the stored table has one row per place, for the engine and the lookups)."""
-    ranges: list[dict] = []
-    rows = snapshot.prize_places.order_by("place").values_list(
-        "place", "amount_cents", "non_cash", "description"
-    )
-    for place, amount, non_cash, description in rows.iterator(chunk_size=2000):
-        last = ranges[-1] if ranges else None
-        if (
-            last is not None
-            and last["last"] == place - 1
-            and (last["amount_cents"], last["non_cash"], last["description"])
-            == (amount, non_cash, description)
-        ):
-            last["last"] = place
-            continue
-        ranges.append(
-            {
-                "first": place,
-                "last": place,
-                "amount_cents": amount,
-                "non_cash": non_cash,
-                "description": description,
-            }
-        )
-    return ranges
-
-
 @role_required(CAN_READ)
 def snapshot_document(request, pk, version):
     """The stored snapshot document, byte for byte as imported (importing it again
@@ -194,7 +164,10 @@ def tournament_detail(request, pk):
         "tournament": tournament,
         "snapshot": snapshot,
         "snapshots": snapshots,
-        "prizes": prize_ranges(snapshot) if snapshot else [],
+        # The prize table as ranges, a page of them at a time (queries.prize_page).
+        "prizes": queries.prize_page(snapshot, _place(request.GET.get("prizes_from")))
+        if snapshot
+        else None,
         "page": page,
         "q": q,
         # The entries table's width: 7 columns, and those of the formats the snapshot uses.
@@ -215,6 +188,10 @@ def tournament_detail(request, pk):
     if request.htmx and request.htmx.target == "entries":
         template += "#entries"
     return render(request, template, context)
+
+
+def _place(text):
+    return int(text) if text and text.isdigit() and len(text) < 10 else None
 
 
 def _attach_csv_problems(form, problems):
