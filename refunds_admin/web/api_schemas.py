@@ -123,7 +123,7 @@ class SnapshotIncident(BaseModel):
 
 # A snapshot the engine accepts (docs/formats.md): what a generated client or a fuzzer sends
 # first. Four entries, one eliminated, one paid with a ticket.
-SNAPSHOT_EXAMPLE = {
+SNAPSHOT_EXAMPLE: dict[str, Any] = {
     "format": FORMAT,
     "tournament": {
         "external_id": "UP-2026-11-29-001",
