@@ -177,7 +177,7 @@ def test_ids_and_a_description_postgresql_cannot_hold_are_refused_not_a_500(api,
 
 
 def test_a_failure_before_2000_is_refused_not_a_500(api, token, support):
-    # Found by Schemathesis: year 1 at +14:00 cannot be shifted to UTC for the database.
+    # Found while fixing what Schemathesis found: year 1 at +14:00 cannot be shifted to UTC.
     import_doc(support, external_id="A-1")
     response = _post(api, _body(["A-1"], failed_at="0001-01-01T00:00:00+14:00"), token)
     assert response.status_code == 400
