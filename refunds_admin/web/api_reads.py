@@ -4,7 +4,7 @@ statement. GET with the same token; the client's acting user needs a role that m
 (CAN_READ), as on the pages. An id the app does not know is a 404 in the API's error shape.
 
 Thin: each reads through the selectors the pages use (incidents/selectors.py,
-web/queries.proposal_figures, web/progress.progress_of, ledger/selectors.entry_credits,
+web/queries.py, web/progress.progress_of, ledger/selectors.entry_credits,
 proposals/services.statement).
 """
 
@@ -20,7 +20,6 @@ from refunds_admin.ledger import selectors as ledger_selectors
 from refunds_admin.payouts.snapshot import MAX_BIGINT
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.figures import COMPONENTS
-from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
 from . import api_schemas as schemas
 from . import queries
@@ -43,15 +42,6 @@ def _may_not_read(request):
 
 def _not_found(what):
     return _error(404, f"No such {what}.")
-
-
-def _proposal(proposal_id):
-    return (
-        PayoutProposal.objects.select_related("incident__tournament", "snapshot")
-        .defer("snapshot__document_zlib", "snapshot__parsed")
-        .filter(pk=proposal_id)
-        .first()
-    )
 
 
 def _tournament_ref(tournament):
@@ -104,7 +94,7 @@ def tournament_incidents(request, external_id: str):
 def proposal(request, proposal_id: ProposalId):
     if refused := _may_not_read(request):
         return refused
-    p = _proposal(proposal_id)
+    p = queries.proposal_by_id(proposal_id)
     if p is None:
         return _not_found("proposal")
     figures = queries.proposal_figures(p)
@@ -145,7 +135,7 @@ def posting(request, proposal_id: ProposalId):
     """How far posting an approved proposal has come: the same figures as its progress bar."""
     if refused := _may_not_read(request):
         return refused
-    p = _proposal(proposal_id)
+    p = queries.proposal_by_id(proposal_id)
     if p is None:
         return _not_found("proposal")
     progress = progress_of(p)
@@ -181,10 +171,10 @@ def statement(request, proposal_id: ProposalId, entry_id: str):
     e-mail), its amounts, and the credits posted for it."""
     if refused := _may_not_read(request):
         return refused
-    p = _proposal(proposal_id)
+    p = queries.proposal_by_id(proposal_id)
     if p is None:
         return _not_found("proposal")
-    line = PayoutLine.objects.filter(proposal=p, entry_id=entry_id).first()
+    line = queries.proposal_line(p, entry_id)
     if line is None:
         return _not_found(f"entry in proposal {p.pk}")
     try:
