@@ -7,6 +7,7 @@ recorded, with its own audit events; the outage adds its own event for the decis
 Every step is one transaction: all tournaments or none.
 """
 
+import re
 from datetime import datetime
 
 from django.db import transaction
@@ -18,6 +19,7 @@ from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
+from refunds_admin.payouts.snapshot import EARLIEST, MAX_ID_LENGTH
 from refunds_admin.tournaments.models import Tournament
 
 from .models import Outage, OutageIncident
@@ -78,6 +80,10 @@ def already_recorded(*, failed_at, cause, tournaments):
     return None
 
 
+# The characters no id may hold: C0, DEL, C1 and lone surrogates (as the engine's _CONTROL).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
 def resolve_external_ids(external_ids):
     """Tournaments for the platform's external ids, and a problem per unknown or snapshot-less
     one (as (external_id, message) pairs)."""
@@ -86,6 +92,16 @@ def resolve_external_ids(external_ids):
         return [], [("external_ids", "must be a non-empty list of tournament ids")]
     if not all(isinstance(x, str) and x.strip() for x in external_ids):
         return [], [("external_ids", "every tournament id must be a non-empty string")]
+    # An id no snapshot can carry (docs/snapshot-limits.md) is not looked up: PostgreSQL cannot
+    # even compare a NUL or a lone surrogate. Named by its place in the list, not by itself.
+    malformed = [
+        (f"external_ids[{i}]", f"is not a tournament id (1 to {MAX_ID_LENGTH} characters, "
+         "no control characters)")
+        for i, x in enumerate(external_ids)
+        if len(x) > MAX_ID_LENGTH or _CONTROL.search(x)
+    ]  # fmt: skip
+    if malformed:
+        return [], malformed
     found = {t.external_id: t for t in Tournament.objects.filter(external_id__in=external_ids)}
     tournaments, seen = [], set()
     for external_id in external_ids:
@@ -116,6 +132,9 @@ def _check_outage_fields(failed_at, cause):
         problems.append(("failed_at", "has no time zone; give the offset (e.g. +00:00) or UTC"))
     elif failed_at > timezone.now():
         problems.append(("failed_at", f"{failed_at.isoformat()} is in the future"))
+    elif failed_at < EARLIEST:
+        # As for a snapshot's times: year 1 in some time zone cannot even be shifted to UTC.
+        problems.append(("failed_at", f"{failed_at.isoformat()} is before 2000-01-01"))
     if cause not in Incident.Cause.values:
         problems.append(("cause", f"{cause!r} is not one of {', '.join(Incident.Cause.values)}"))
     return problems

@@ -6,6 +6,7 @@ unknown or snapshot-less tournament (and per bad field), and nothing is recorded
 """
 
 import json
+import re
 from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
@@ -25,6 +26,10 @@ FIELDS = ("failed_at", "cause", "description", "external_ids")
 # 5000 ids of up to 128 characters and the other fields fit in 1 MB: a larger body is refused
 # before it is read.
 MAX_BODY_BYTES = 1024 * 1024
+
+
+# What PostgreSQL cannot store in a text column (the web form refuses NUL the same way).
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 
 
 def _parse(body):
@@ -50,6 +55,8 @@ def _parse(body):
     description = data.get("description", "")
     if not isinstance(description, str):
         problems.append(("description", "must be a string"))
+    elif _UNSTORABLE.search(description):
+        problems.append(("description", "may not contain NUL characters or lone surrogates"))
     cause = data.get("cause")
     if not isinstance(cause, str):
         problems.append(("cause", "is required"))

@@ -4,20 +4,22 @@ statement. GET with the same token; the client's acting user needs a role that m
 (CAN_READ), as on the pages. An id the app does not know is a 404 in the API's error shape.
 
 Thin: each reads through the selectors the pages use (incidents/selectors.py,
-web/queries.proposal_figures, web/progress.progress_of, ledger/selectors.entry_credits,
+web/queries.py, web/progress.progress_of, ledger/selectors.entry_credits,
 proposals/services.statement).
 """
 
+from typing import Annotated
+
 from django.http import JsonResponse
-from ninja import Router
+from ninja import Path, Router
 
 from refunds_admin.accounts.roles import CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import selectors as incident_selectors
 from refunds_admin.ledger import selectors as ledger_selectors
+from refunds_admin.payouts.snapshot import MAX_BIGINT
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.figures import COMPONENTS
-from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 
 from . import api_schemas as schemas
 from . import queries
@@ -25,7 +27,10 @@ from .api import REFUSALS, _error
 from .progress import progress_of
 
 router = Router(tags=["reads"])
-READ_ANSWERS = {**REFUSALS, 404: schemas.ApiError}
+# A proposal id that is not a whole number the database can hold is a 400 naming
+# `path.proposal_id` (api_urls._invalid); one that names no proposal, a 404.
+READ_ANSWERS = {400: schemas.ApiError, **REFUSALS, 404: schemas.ApiError}
+ProposalId = Annotated[int, Path(ge=1, le=MAX_BIGINT, description="The proposal's id.")]
 
 
 def _may_not_read(request):
@@ -37,15 +42,6 @@ def _may_not_read(request):
 
 def _not_found(what):
     return _error(404, f"No such {what}.")
-
-
-def _proposal(proposal_id):
-    return (
-        PayoutProposal.objects.select_related("incident__tournament", "snapshot")
-        .defer("snapshot__document_zlib", "snapshot__parsed")
-        .filter(pk=proposal_id)
-        .first()
-    )
 
 
 def _tournament_ref(tournament):
@@ -90,15 +86,15 @@ def tournament_incidents(request, external_id: str):
 
 
 @router.get(
-    "/proposals/{int:proposal_id}",
+    "/proposals/{proposal_id}",
     operation_id="proposal",
     summary="A proposal's status and totals",
     response={200: schemas.ProposalOut, **READ_ANSWERS},
 )
-def proposal(request, proposal_id: int):
+def proposal(request, proposal_id: ProposalId):
     if refused := _may_not_read(request):
         return refused
-    p = _proposal(proposal_id)
+    p = queries.proposal_by_id(proposal_id)
     if p is None:
         return _not_found("proposal")
     figures = queries.proposal_figures(p)
@@ -130,16 +126,16 @@ def proposal(request, proposal_id: int):
 
 
 @router.get(
-    "/proposals/{int:proposal_id}/posting",
+    "/proposals/{proposal_id}/posting",
     operation_id="posting_progress",
     summary="The posting job's progress",
     response={200: schemas.PostingProgress, **READ_ANSWERS},
 )
-def posting(request, proposal_id: int):
+def posting(request, proposal_id: ProposalId):
     """How far posting an approved proposal has come: the same figures as its progress bar."""
     if refused := _may_not_read(request):
         return refused
-    p = _proposal(proposal_id)
+    p = queries.proposal_by_id(proposal_id)
     if p is None:
         return _not_found("proposal")
     progress = progress_of(p)
@@ -165,20 +161,20 @@ def posting(request, proposal_id: int):
 
 
 @router.get(
-    "/proposals/{int:proposal_id}/statements/{path:entry_id}",
+    "/proposals/{proposal_id}/statements/{path:entry_id}",
     operation_id="statement",
     summary="One player's statement, by proposal and entry",
     response={200: schemas.StatementOut, **READ_ANSWERS, 409: schemas.ApiError},
 )
-def statement(request, proposal_id: int, entry_id: str):
+def statement(request, proposal_id: ProposalId, entry_id: str):
     """The entry's statement as the player reads it (the policy's layout, the same text as the
     e-mail), its amounts, and the credits posted for it."""
     if refused := _may_not_read(request):
         return refused
-    p = _proposal(proposal_id)
+    p = queries.proposal_by_id(proposal_id)
     if p is None:
         return _not_found("proposal")
-    line = PayoutLine.objects.filter(proposal=p, entry_id=entry_id).first()
+    line = queries.proposal_line(p, entry_id)
     if line is None:
         return _not_found(f"entry in proposal {p.pk}")
     try:

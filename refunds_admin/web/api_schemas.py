@@ -121,11 +121,37 @@ class SnapshotIncident(BaseModel):
     site_wide_issue: bool = False
 
 
+# A snapshot the engine accepts (docs/formats.md): what a generated client or a fuzzer sends
+# first. Four entries, one eliminated, one paid with a ticket.
+SNAPSHOT_EXAMPLE: dict[str, Any] = {
+    "format": FORMAT,
+    "tournament": {
+        "external_id": "UP-2026-11-29-001",
+        "name": "$30 + $3 Sunday Special",
+        "currency": "USD",
+        "buy_in": "30.00",
+        "fee": "3.00",
+        "starts_at": "2026-11-29T18:00:00Z",
+        "chips_in_play": 30000,
+        "prizes": [{"place": 1, "amount": "80.00"}, {"place": 2, "amount": "40.00"}],
+    },
+    "entries": [
+        {"entry_id": "e1", "player_id": "p1", "screen_name": "ace", "status": "active",
+         "chips": 18000, "paid_with": [{"method": "ticket", "amount": "33.00",
+                                         "ticket_id": "T-991"}]},
+        {"entry_id": "e2", "player_id": "p2", "status": "active", "chips": 8000},
+        {"entry_id": "e3", "player_id": "p3", "status": "active", "chips": 4000},
+        {"entry_id": "e4", "player_id": "p4", "status": "eliminated", "finish_place": 4},
+    ],
+}  # fmt: skip
+
+
 class TournamentSnapshot(BaseModel):
     """A `tournament-snapshot/1` document (docs/formats.md, docs/snapshot-limits.md). The schema
     gives the shape; the engine also checks what a schema cannot say (sums, unique ids, the
     policy id, the prize table against the entries) and names the field of each problem."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [SNAPSHOT_EXAMPLE]})
     format: Literal[FORMAT]  # type: ignore[valid-type]
     tournament: Tournament
     entries: list[Entry] = Field(min_length=1)
@@ -135,7 +161,19 @@ class TournamentSnapshot(BaseModel):
 class OutageReport(BaseModel):
     """One failure across many tournaments. All or nothing."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "failed_at": "2026-11-29T21:14:00Z",
+                    "cause": "server_crash",
+                    "description": "Data centre A lost power",
+                    "external_ids": ["UP-2026-11-29-001"],
+                }
+            ]
+        },
+    )
     failed_at: datetime = Field(description="ISO 8601 with an offset.")
     cause: Literal[tuple(Incident.Cause.values)]  # type: ignore[valid-type]
     description: str = ""

@@ -54,6 +54,21 @@ def _token_required(view):
     return wrapper
 
 
+def _optional_not_null(model_schema):
+    """A body field that may be left out is left out, never sent as null (the engine refuses
+    `"chips": null`): pydantic writes `X | None = None` as "X or null, default null"; the
+    document says "X, not required"."""
+    properties = {}
+    for name, prop in model_schema.get("properties", {}).items():
+        options = prop.get("anyOf", [])
+        if {"type": "null"} in options and prop.get("default", ...) is None:
+            rest = [o for o in options if o != {"type": "null"}]
+            extra = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+            prop = {**rest[0], **extra} if len(rest) == 1 else {"anyOf": rest, **extra}
+        properties[name] = prop
+    return {**model_schema, "properties": properties} if properties else model_schema
+
+
 class RefundsApi(NinjaAPI):
     # The request bodies are read raw by the views; their models are added to the components
     # so that the operations' requestBody can refer to them.
@@ -69,8 +84,8 @@ class RefundsApi(NinjaAPI):
         components = schema["components"].setdefault("schemas", {})
         for model in self.body_models:
             found = model.model_json_schema(ref_template="#/components/schemas/{model}")
-            components.update(found.pop("$defs", {}))
-            components[model.__name__] = found
+            for name, part in {**found.pop("$defs", {}), model.__name__: found}.items():
+                components[name] = _optional_not_null(part)
         schema["components"]["schemas"] = dict(sorted(components.items()))
         return schema
 

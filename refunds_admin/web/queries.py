@@ -685,3 +685,19 @@ def player_tournaments(player_id):
         )
         out.append(row)
     return out
+
+
+def proposal_by_id(proposal_id):
+    """The proposal with its tournament, for the API's reads (the snapshot's document and parsed
+    form deferred: MBs no answer shows), or None."""
+    return (
+        PayoutProposal.objects.select_related("incident__tournament", "snapshot")
+        .defer("snapshot__document_zlib", "snapshot__parsed")
+        .filter(pk=proposal_id)
+        .first()
+    )
+
+
+def proposal_line(proposal, entry_id):
+    """The entry's line of the proposal, or None when the entry is not part of it."""
+    return PayoutLine.objects.filter(proposal=proposal, entry_id=entry_id).first()

@@ -160,3 +160,26 @@ def test_an_error_lists_the_first_50_problems_and_their_count(api, token, suppor
     body = response.json()
     assert len(body["problems"]) == 50 and body["problems_total"] == 301
     assert body["problems"][0]["field"] == "cause"
+
+
+def test_ids_and_a_description_postgresql_cannot_hold_are_refused_not_a_500(api, token, support):
+    # Found by Schemathesis: a NUL or a lone surrogate reached the database and answered 500.
+    import_doc(support, external_id="A-1")
+    response = _post(api, _body(["A-1", "bad\x00id", "\udb41x", "X" * 129]), token)
+    assert response.status_code == 400
+    assert [p["field"] for p in response.json()["problems"]] == [
+        "external_ids[1]", "external_ids[2]", "external_ids[3]"
+    ]  # fmt: skip
+    response = _post(api, _body(["A-1"], description="power\x00cut"), token)
+    assert response.status_code == 400
+    assert [p["field"] for p in response.json()["problems"]] == ["description"]
+    assert Outage.objects.count() == 0 and Incident.objects.count() == 0
+
+
+def test_a_failure_before_2000_is_refused_not_a_500(api, token, support):
+    # Found while fixing what Schemathesis found: year 1 at +14:00 cannot be shifted to UTC.
+    import_doc(support, external_id="A-1")
+    response = _post(api, _body(["A-1"], failed_at="0001-01-01T00:00:00+14:00"), token)
+    assert response.status_code == 400
+    assert response.json()["problems"][0]["field"] == "failed_at"
+    assert Outage.objects.count() == 0

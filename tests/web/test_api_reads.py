@@ -148,3 +148,11 @@ def test_a_read_answers_only_get_in_json(api, support):
     )
     assert response.status_code == 405 and response["Allow"] == "GET"
     assert response.json()["error"] == "Only GET is allowed here."
+
+
+@pytest.mark.parametrize("raw", ["null,null", "0", "99999999999999999999"])
+def test_a_proposal_id_that_is_no_id_is_a_400_naming_it(api, support, raw):
+    # Found by Schemathesis: a non-integer id fell through to a page's 404.
+    response = _get(api, f"/api/proposals/{raw}/posting", _token(support))
+    assert response.status_code == 400
+    assert [p["field"] for p in response.json()["problems"]] == ["path.proposal_id"]
