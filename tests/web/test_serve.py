@@ -185,7 +185,7 @@ def test_it_serves_the_app_with_gunicorn_as_an_operator_deploys_it(served, suppo
     script = re.search(r'src="(/static/js/app\.[0-9a-f]{12}\.js)"', login.text)
     assert script, login.text
     static = served.request(
-        "GET", script.group(1), headers={**HTTPS, "Accept-Encoding": "gzip, br"}
+        "GET", script.group(1), headers={**HTTPS, "Accept-Encoding": "gzip"}
     )
     assert static.status == 200
     cache = static.getheader("Cache-Control")
