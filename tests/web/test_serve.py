@@ -184,9 +184,7 @@ def test_it_serves_the_app_with_gunicorn_as_an_operator_deploys_it(served, suppo
     # Static files: hashed names in the page, a year-long immutable cache, gzip when accepted.
     script = re.search(r'src="(/static/js/app\.[0-9a-f]{12}\.js)"', login.text)
     assert script, login.text
-    static = served.request(
-        "GET", script.group(1), headers={**HTTPS, "Accept-Encoding": "gzip"}
-    )
+    static = served.request("GET", script.group(1), headers={**HTTPS, "Accept-Encoding": "gzip"})
     assert static.status == 200
     cache = static.getheader("Cache-Control")
     assert "max-age=315360000" in cache and "immutable" in cache and "public" in cache
