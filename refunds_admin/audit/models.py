@@ -49,7 +49,15 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["object_type", "object_id"])]
+        indexes = [
+            models.Index(fields=["object_type", "object_id"]),
+            # The history's sortable columns, each ending with the id that breaks its ties, so
+            # a page of 100k events is read from the index at the cursor (web/paging.py).
+            models.Index(fields=["created_at", "id"], name="audit_when_id"),
+            models.Index(fields=["action", "id"], name="audit_action_id"),
+            models.Index(fields=["object_type", "object_id", "id"], name="audit_object_id"),
+            models.Index(fields=["tournament_external_id", "id"], name="audit_tournament_id"),
+        ]
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.object_type}:{self.object_id}"

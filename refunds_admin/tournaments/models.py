@@ -60,6 +60,12 @@ class Tournament(models.Model):
 
     class Meta:
         ordering = ["-starts_at", "-id"]
+        # The list's sortable columns with the id that breaks their ties (web/paging.py); the
+        # external id has its unique index. Entries and snapshot version are on the snapshot.
+        indexes = [
+            models.Index(fields=["starts_at", "id"], name="tournament_started_id"),
+            models.Index(fields=["buy_in_cents", "fee_cents", "id"], name="tournament_buy_in_id"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(buy_in_cents__gte=0) & Q(fee_cents__gte=0),

@@ -14,8 +14,8 @@ person cannot forge one to read past a filter, and a damaged or stale cursor (an
 old link) is ignored with a notice and the first page shown, never a 500. An unknown sort is
 ignored the same way (the default sort, and a notice).
 
-Queries per page, whatever the number of rows: the page itself, the total count of the same
-filtered queryset, and (past the first page) the count of rows before it, for "51-100".
+Queries per page, whatever the number of rows: the page itself and the total count of the same
+filtered queryset. Where the page starts ("51-100") travels in the cursor.
 """
 
 from dataclasses import dataclass
@@ -126,12 +126,13 @@ class KeysetPage:
             data = signing.loads(raw, salt=_SALT)
             if data["s"] != self.sort or data["d"] not in ("next", "prev", "last"):
                 raise ValueError("another sort")
-            values = None
+            values, index = None, None
             if data["d"] != "last":
                 values = [_decode(v) for v in data["v"]]
+                index = int(data["i"])
                 if len(values) != len(self.fields):
                     raise ValueError("another column")
-            return data["d"], values
+            return data["d"], values, index
         except (signing.BadSignature, KeyError, TypeError, ValueError):
             self.notice = self.notice or (
                 "That page link is out of date or damaged: here is the first page."
@@ -143,7 +144,7 @@ class KeysetPage:
         return queryset.order_by(*[f"-{f}" if desc else f for f in self.fields])
 
     def _fetch(self, queryset, cursor):
-        direction, values = cursor or ("next", None)
+        direction, values, index = cursor or ("next", None, None)
         backwards = direction in ("prev", "last")
         qs = queryset
         if values is not None:
@@ -157,23 +158,26 @@ class KeysetPage:
         self._backwards, self._from_cursor = backwards, values is not None
         if not rows:
             return rows, 0
-        if direction == "last":
-            start = self.total - len(rows)
-        elif values is None:
-            start = 0
+        # Where the page starts, for "51-100": carried in the cursor rather than counted (a
+        # count of the rows before page 1,000 reads them all). Rows added or removed since the
+        # link was made can shift it by as many; the first and last pages are always exact.
+        if values is None:
+            start = self.total - len(rows) if direction == "last" else 0
+        elif not self._more:  # the page reached an end of the list
+            start = 0 if backwards else self.total - len(rows)
         else:
-            start = queryset.filter(
-                _after(self.fields, self._key(rows[0]), smaller=not self.descending)
-            ).count()
-        return rows, start
+            at = index or 0  # a cursor with values always has its place
+            start = at - len(rows) if backwards else at + 1
+        return rows, max(0, min(start, self.total - len(rows)))
 
     def _key(self, row):
         return [_value(row, f) for f in self.fields]
 
-    def _cursor(self, direction, row=None):
+    def _cursor(self, direction, row=None, index=None):
         data = {"s": self.sort, "d": direction}
         if row is not None:
             data["v"] = [_encode(v) for v in self._key(row)]
+            data["i"] = index  # the row's place in the list, from 0
         return signing.dumps(data, salt=_SALT, compress=True)
 
     # -- what the template shows ----------------------------------------------------------
@@ -221,11 +225,13 @@ class KeysetPage:
 
     @property
     def next_query(self):
-        return self._link(sort=self.sort, cursor=self._cursor("next", self.rows[-1]))
+        return self._link(
+            sort=self.sort, cursor=self._cursor("next", self.rows[-1], self.last_number - 1)
+        )
 
     @property
     def prev_query(self):
-        return self._link(sort=self.sort, cursor=self._cursor("prev", self.rows[0]))
+        return self._link(sort=self.sort, cursor=self._cursor("prev", self.rows[0], self.start))
 
     @property
     def headers(self):

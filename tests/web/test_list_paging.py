@@ -107,8 +107,16 @@ def test_the_tournament_list_shows_every_tournament_once_in_both_directions(
     # Newest start first, and the ties on the start in one order: the newest import first.
     by_start = sorted(tournaments.values(), key=lambda t: (t.starts_at, t.pk), reverse=True)
     assert seen == [t.external_id for t in by_start]
-    third = _get(client, url, _links(_get(client, url, _links(page)["next"]))["next"])
-    assert "Showing 7-8 of 8 tournaments" in third
+    second = _get(client, url, _links(page)["next"])
+    assert "Showing 4-6 of 8 tournaments" in second
+    assert "Showing 7-8 of 8 tournaments" in _get(client, url, _links(second)["next"])
+    # Backward from the last page: the pages end where the list ends, and start at its start.
+    last = _get(client, url, _last(page))
+    assert "Showing 6-8 of 8 tournaments" in last and "next" not in _links(last)
+    before = _get(client, url, _links(last)["prev"])
+    assert "Showing 3-5 of 8 tournaments" in before
+    start = _get(client, url, _links(before)["prev"])
+    assert "Showing 1-2 of 8 tournaments" in start and "prev" not in _links(start)
 
 
 TOURNAMENT_SORTS = {
@@ -193,7 +201,7 @@ def test_a_tournament_page_costs_the_same_queries_for_3_rows_as_for_all(
     url = reverse("tournament_list")
     page = _get(client, url)
     with CaptureQueriesContext(connection) as three:
-        _get(client, url, _links(page)["next"])  # past the first page: also counts "4-6"
+        _get(client, url, _links(page)["next"])  # past the first page
     monkeypatch.setattr(paging, "PAGE_SIZE", 50)
     with django_assert_max_num_queries(len(three)):
         assert len(tournament_ids(_get(client, url, _links(page)["next"]))) == 5
