@@ -85,9 +85,11 @@ TEXT, INTEGER, MONEY, BOOLEAN, MONTH, TIMESTAMP = (
     "timestamp",
 )
 MONEY_FORMAT = "#,##0.00"
+# Only the columns that need one get a format: a formatted cell costs XlsxWriter a quarter more
+# time (docs/performance.md, "Exports"), and text, counts and TRUE/FALSE show right without.
 _NUMBER_FORMATS = {
-    TEXT: "@",
-    INTEGER: "0",
+    TEXT: None,
+    INTEGER: None,
     MONEY: MONEY_FORMAT,
     BOOLEAN: None,
     MONTH: "yyyy-mm",
