@@ -3,7 +3,7 @@
 - bench_statements_100k: a 100k-entry proposal imported, prepared, approved and posted through
   the services; then its 100k player statements are scheduled (the outbox) and sent to a
   loopback webhook (bench/loopback_webhook.py, another process) with bounded concurrency.
-  Goal (issue 14): sending <= 60 s.
+  Goal (issue 14): sending <= 60 s. BENCH_STATEMENTS=N sends N instead (the goal scaled).
 - bench_finance_report: 1,000 posted incidents over twelve months and BENCH_REPORT_CREDITS
   ledger credits (default 5,000,000; set a smaller number on a busy machine); the report over
   the whole year, five runs. Goal <= 300 ms. The report reads the per-posting summary rows
@@ -28,7 +28,8 @@ from django.test.utils import setup_databases, teardown_databases
 from gen_snapshot import make_snapshot
 
 HERE = Path(__file__).resolve().parent
-PLAYERS = 100_000
+# BENCH_STATEMENTS: fewer players on a machine too busy for 100k in one sitting.
+PLAYERS = int(os.environ.get("BENCH_STATEMENTS", "100000"))
 GOAL_SEND = 60.0
 GOAL_REPORT_MS = 300.0
 
@@ -86,7 +87,7 @@ def bench_statements_100k():
     notifications.kick_statements = lambda proposal_id: None  # the bench runs delivery itself
     try:
         users = _users()
-        doc = make_snapshot(PLAYERS, external_id="BENCH-STATEMENTS-100K")
+        doc = make_snapshot(PLAYERS, external_id=f"BENCH-STATEMENTS-{PLAYERS}")
         doc.pop("incident")
         doc["tournament"]["starts_at"] = (datetime.now(UTC) - timedelta(hours=4)).strftime(
             "%Y-%m-%dT%H:%M:%SZ"
@@ -131,11 +132,12 @@ def bench_statements_100k():
         webhook.send_signal(signal.SIGTERM)
         out, _ = webhook.communicate(timeout=30)
         webhook = None
-        verdict = "OK" if elapsed <= GOAL_SEND else "OVER GOAL"
+        goal = GOAL_SEND * PLAYERS / 100_000
+        verdict = "OK" if elapsed <= goal else "OVER GOAL"
         print(f"   deliver_statements: {state}, {sent:,} sent; webhook: {out.strip()}")
         print(
             f"   sending {sent:,} statements: {elapsed:.1f} s ({sent / elapsed:,.0f}/s; "
-            f"goal <= {GOAL_SEND:.0f} s) {verdict}",
+            f"goal <= {goal:.0f} s) {verdict}",
             flush=True,
         )
         print(

@@ -1,6 +1,7 @@
 import contextvars
 import inspect
 import os
+import re
 
 from celery import Celery, signals
 
@@ -19,6 +20,32 @@ def _beat_sent_heartbeat(sender=None, **kwargs):
         from refunds_admin.ops import health
 
         health.stamp("beat")
+
+
+# A task carries the request id of the request that queued it, in its message's headers, so
+# that its log lines on the worker can be followed back to the click (README, "Deploying": every
+# line carries request_id). A task queued by such a task carries it on; beat's tasks, queued by
+# no request, carry none.
+REQUEST_ID_HEADER = "request_id"
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+@signals.before_task_publish.connect
+def _carry_request_id(headers=None, **kwargs):
+    from refunds_admin.ops import logs
+
+    request_id = logs.current().get("request_id")
+    if request_id and headers is not None:
+        headers.setdefault(REQUEST_ID_HEADER, request_id)
+
+
+def _queued_by_request(task):
+    """The request id a queued task's message carries (None in-process, or from beat)."""
+    request_id = getattr(getattr(task, "request", None), REQUEST_ID_HEADER, None)
+    # From our own broker, but a log field all the same: an id, never a forged line.
+    if isinstance(request_id, str) and _SANE_REQUEST_ID.fullmatch(request_id):
+        return request_id
+    return None
 
 
 # Log lines written while a task runs name the task and the proposal/incident it works on.
@@ -41,7 +68,11 @@ def _bind_task_log_context(task_id=None, task=None, args=None, kwargs=None, **_)
         )
     except (TypeError, ValueError):
         pass
-    # Inside a request (tasks in-process without Redis) keep the request's fields too.
+    # On a worker: the id of the request that queued it. In-process (no Redis) the task runs
+    # inside the request, whose fields (its id among them) it keeps.
+    request_id = _queued_by_request(task)
+    if request_id:
+        fields["request_id"] = request_id
     _tokens[task_id] = logs.bind(**{**logs.current(), **fields})
 
 

@@ -3,7 +3,8 @@
 Every line carries what is known about the work it belongs to: the request id (also the
 X-Request-ID response header and the audit events' request id), the signed-in user's id and
 the proposal/incident/tournament the URL names; in a Celery worker, the task and the proposal
-it works on. Nothing secret reaches a line: passwords, tokens, cookies, Authorization headers
+it works on, and the id of the request that queued it (refunds_admin/celery.py). Nothing secret
+reaches a line: passwords, tokens, cookies, Authorization headers
 and password-reset links are masked in every message, traceback and field (`redact`).
 """
 

@@ -160,3 +160,72 @@ def test_it_names_the_task_and_its_proposal_on_a_workers_lines():
     finally:
         signals.task_postrun.send(sender=post_proposal, task_id="t-1", task=post_proposal)
     assert logs.current() == {}
+
+
+def test_a_queued_task_carries_the_id_of_the_request_that_queued_it_in_its_headers():
+    from refunds_admin.celery import app
+
+    token = logs.bind(request_id="req-queued-0001", user_id=5)
+    try:
+        headers = {"id": "t-2", "task": "ledger.post_proposal"}
+        signals.before_task_publish.send(sender="ledger.post_proposal", headers=headers)
+    finally:
+        logs.unbind(token)
+    assert headers["request_id"] == "req-queued-0001"
+    # Queued by no request (beat, a management command): no id is made up.
+    headers = {"id": "t-3", "task": "ops.heartbeat"}
+    signals.before_task_publish.send(sender="ops.heartbeat", headers=headers)
+    assert "request_id" not in headers
+
+    # On the worker, the header is the task's request id; it goes when the task ends.
+    task = app.tasks["ledger.post_proposal"]
+    task.push_request(request_id="req-queued-0001", id="t-2")
+    try:
+        signals.task_prerun.send(sender=task, task_id="t-2", task=task, args=(42,), kwargs={})
+        assert logs.current()["request_id"] == "req-queued-0001"
+        assert logs.current()["proposal_id"] == 42
+        signals.task_postrun.send(sender=task, task_id="t-2", task=task)
+    finally:
+        task.pop_request()
+    assert logs.current() == {}
+
+
+@pytest.fixture
+def in_process(monkeypatch):
+    """`make run` without REDIS_URL: tasks run inside the request. Their modules are imported
+    first, as the first in-process task does: Celery sets Django up once more then, whose
+    logging setup replaces the handlers (json_lines' among them)."""
+    from refunds_admin.celery import app
+    from refunds_admin.jobs import runtime
+
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    runtime._import_tasks(app)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_run_in_process_logs_with_the_request_that_ran_it(
+    in_process, json_lines, support, manager
+):
+    from django.urls import reverse
+
+    from tests.support.factories import submitted_proposal, totp_code
+
+    proposal = submitted_proposal(support)
+    client = Client()
+    client.force_login(manager)
+    response = client.post(
+        reverse("proposal_approval", args=[proposal.pk]),
+        {
+            "fingerprint": proposal.fingerprint,
+            "password": "pw-maria_manager",
+            "otp_token": totp_code(manager),
+        },
+        HTTP_X_REQUEST_ID="approval-in-process-1",
+    )
+    assert response.status_code == 302, response.content.decode()
+    proposal.refresh_from_db()
+    assert proposal.status == "posted"
+    posting = [line for line in json_lines() if line.get("task") == "ledger.post_proposal"]
+    assert posting, "the posting task logged nothing"
+    assert {line["request_id"] for line in posting} == {"approval-in-process-1"}
+    assert {line["proposal_id"] for line in posting} == {proposal.pk}
