@@ -262,8 +262,18 @@ def bench_load():
             _start([*celery, "beat", "--loglevel=WARNING",
                     f"--schedule={OUT / 'load-beat-schedule'}"], "load-beat.log", env)
         )  # fmt: skip
+        # `make serve` as an operator runs it, without its `install` step (-o install): the
+        # bench measures the server, it never installs into the virtualenv.
         serve = _start(
-            ["make", "--no-print-directory", "serve", "HOST=127.0.0.1", f"PORT={PORT}"],
+            [
+                "make",
+                "--no-print-directory",
+                "-o",
+                "install",
+                "serve",
+                "HOST=127.0.0.1",
+                f"PORT={PORT}",
+            ],  # fmt: skip
             "load-serve.log",
             env,
         )
