@@ -5,7 +5,9 @@ Benchmarks print numbers; they never fail a build. Usage: bench/run.py [--quick]
   ratio and the goal); about 10 minutes on the shared two cores;
 - `--quick`: the same on 20k-entry shapes, one run (BENCH_SIZES=20000 BENCH_RUNS=1);
 - `all`: every bench/bench_*.py module's bench_* functions; any other word: those whose
-  `module.function` name holds it (e.g. `bench_ui`, `bench_policies`).
+  `module.function` name holds it (e.g. `bench_ui`, `bench_policies`);
+- `bench_load`: `make serve` with a worker under 37 staff and 3 API importers, locust, 3 minutes
+  (BENCH_LOAD_SECONDS for a shorter run; bench/bench_load.py).
 `make bench BENCH_ARGS="--quick"` passes them through.
 """
 

@@ -1,15 +1,19 @@
+from html import escape
+
 from django.contrib import messages
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
+from refunds_admin.payouts.money import display
 from refunds_admin.tournaments.models import Snapshot, Tournament
 
 from .. import queries
@@ -169,6 +173,7 @@ def tournament_detail(request, pk):
         if snapshot
         else None,
         "page": page,
+        "rows": _entry_rows(page.rows, snapshot, tournament.currency) if page else [],
         "q": q,
         # The entries table's width: 7 columns, and those of the formats the snapshot uses.
         "entry_columns": 7
@@ -188,6 +193,52 @@ def tournament_detail(request, pk):
     if request.htmx and request.htmx.target == "entries":
         template += "#entries"
     return render(request, template, context)
+
+
+def _entry_rows(entries, snapshot, currency):
+    """The entries table's rows, every cell ready to print: the amounts formatted once here and
+    the cells between chips and finish (what was paid, and the columns of the formats the
+    snapshot uses) joined into one piece of escaped HTML per row. Through template filters and
+    a lookup per cell, 100 rows cost more than the rest of the page (issue 25)."""
+
+    def amount(cents):
+        return display(cents, currency, symbol=False)
+
+    rows = []
+    for e in entries:
+        cells = [f"{amount(e.buy_in_paid_cents)} + {amount(e.fee_paid_cents)}"]
+        if snapshot.uses_rebuys:
+            cells.append(
+                f"{amount(e.rebuys_paid_cents)} + {amount(e.rebuy_fees_paid_cents)}"
+                if e.rebuys_paid_cents or e.rebuy_fees_paid_cents
+                else ""
+            )
+        if snapshot.uses_knockout:
+            cells += [
+                amount(e.bounty_paid_cents),
+                amount(e.bounty_cents) if e.status == "active" else "",
+                "" if e.bounties_won_cents is None else amount(e.bounties_won_cents),
+            ]
+        html = "".join(f'<td class="num">{escape(cell)}</td>' for cell in cells)
+        if snapshot.uses_paid_with:
+            html += f"<td>{escape(queries.payments_text(e.paid_with, currency) or 'cash')}</td>"
+        finish = ""
+        if e.finish_place:
+            finish = str(e.finish_place)
+            if e.prize_awarded_cents:
+                finish += f" ({amount(e.prize_awarded_cents)})"
+        rows.append(
+            {
+                "entry_id": e.entry_id,
+                "player_id": e.player_id,
+                "screen_name": e.screen_name,
+                "status": e.status,
+                "chips": f"{e.chips:,}",
+                "cells": mark_safe(html),  # noqa: S308 (each value escaped)
+                "finish": finish,
+            }
+        )
+    return rows
 
 
 def _place(text):
