@@ -189,7 +189,7 @@ def test_the_report_and_its_csv(client, support, manager, auditor):
     page = client.get(f"/outages/{o.pk}/report/").content.decode()
     assert "Cost per currency" in page and "Players paid" in page and "OUT-3" in page
     response = client.get(f"/outages/{o.pk}/report.csv")
-    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    rows = list(csv.reader(io.StringIO(response.content.decode("utf-8-sig"))))
     assert rows[0][:3] == ["tournament", "name", "incident_status"]
     assert [r[0] for r in rows[1:]] == ["OUT-1", "OUT-2", "OUT-3"]
     totals = {p.incident.tournament.external_id: p.total_cents for p in batches.live_proposals(o)}
