@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from itertools import islice, repeat
 
 from django.db import connection
+
+# psycopg's row formatter (C), which its write_row calls; psycopg is pinned in requirements.lock,
+# and tests/services/test_copy_rows.py checks what comes back out.
 from psycopg._copy_base import format_row_binary
 from psycopg.copy import QueuedLibpqWriter
 
@@ -103,10 +106,10 @@ def _write_binary_rows(copy, rows):
     """Hand `rows` to `copy` (binary, its types set) a few thousand at a time.
 
     Each row is formatted by psycopg's own C formatter, the one `copy.write_row` calls, but
-    mapped over the rows from C: write_row is two Python calls per row, a sixth of a second per
-    100k rows (docs/performance.md, "Issue 25: the import and prepare's COPY"). Building the
-    fields column by column with struct instead was slower than either. The blocks written
-    carry the signature and trailer themselves (psycopg adds them only in row mode).
+    mapped over the rows from C: write_row adds two Python calls per row, about 0.08 s of CPU per
+    100k rows (docs/performance.md, "Issue 25: the import's and prepare's database side").
+    Building the fields column by column with struct was slower than either. The blocks
+    carry the signature and the trailer themselves (psycopg adds them only in row mode).
     """
     transformer = copy.formatter.transformer
     copy.write(_SIGNATURE)
