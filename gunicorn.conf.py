@@ -6,6 +6,7 @@ processes, by default 2 x CPUs + 1; GUNICORN_THREADS: threads per worker (gthrea
 
 import os
 
+from refunds_admin.env import env_int
 from refunds_admin.ops.logs import gunicorn_logconfig
 
 
@@ -17,18 +18,19 @@ def _cpus():
 
 
 wsgi_app = "refunds_admin.wsgi:application"
-bind = [f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"]
-workers = int(os.environ.get("WEB_CONCURRENCY") or 2 * _cpus() + 1)
+# Every number through env_int: WEB_CONCURRENCY=four stops the start-up naming the variable.
+bind = [f"{os.environ.get('HOST', '127.0.0.1')}:{env_int('PORT', 8000, minimum=1, maximum=65535)}"]
+workers = env_int("WEB_CONCURRENCY", 2 * _cpus() + 1, minimum=1)
 # Threads, not one sync request per process: a client that sends its headers slowly holds one
 # thread, not a whole worker, so a few slow (or malicious) clients cannot stall /healthz and
 # everyone else. In production a buffering proxy (nginx, the load balancer) sits in front and
 # hands gunicorn only complete requests (README "Deploying").
 worker_class = "gthread"
-threads = int(os.environ.get("GUNICORN_THREADS", "8"))
+threads = env_int("GUNICORN_THREADS", 8, minimum=1)
 # An idle keep-alive connection is closed after this many seconds (frees its thread).
-keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
+keepalive = env_int("GUNICORN_KEEPALIVE", 5)
 # Snapshot uploads of 100k entries take a while to import: do not kill the worker under them.
-timeout = int(os.environ.get("GUNICORN_TIMEOUT", "120"))
+timeout = env_int("GUNICORN_TIMEOUT", 120, minimum=1)
 graceful_timeout = 30
 proc_name = "refunds_admin"
 # No gunicornc control socket: its default path is one per user, so two servers on one machine

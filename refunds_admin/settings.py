@@ -4,8 +4,6 @@ SQLite and in-process tasks by default; DATABASE_URL / REDIS_URL switch to Postg
 real Celery worker on Redis. Helpers fail loudly on values they cannot read.
 """
 
-import math
-import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,66 +11,10 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+# The environment's readers (refunds_admin/env.py), shared with gunicorn.conf.py.
+from refunds_admin.env import env, env_bool, env_float, env_int, env_list, env_number  # noqa: F401
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def env(name, default=None):
-    return os.environ.get(name, default)
-
-
-def env_bool(name, default=False):
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), not {raw!r}")
-
-
-def env_number(name, default, *, whole=True, minimum=None, maximum=None):
-    """The one reader of every numeric variable: unset or empty gives `default`; anything else
-    must be a number (a whole one when `whole`) within the bounds, or start-up stops with an
-    ImproperlyConfigured that names the variable, the value it was given and what it must be,
-    instead of a bare ValueError from int() or float() deep in a traceback (or a negative
-    timeout that only fails at the first request)."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    what = "a whole number" if whole else "a number"
-    if minimum is not None and maximum is not None:
-        what += f" from {minimum} to {maximum}"
-    elif minimum is not None:
-        what += f" of at least {minimum}"
-    elif maximum is not None:
-        what += f" of at most {maximum}"
-    try:
-        value = int(raw) if whole else float(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be {what}, not {raw!r}") from None
-    if (
-        not math.isfinite(value)
-        or (minimum is not None and value < minimum)
-        or (maximum is not None and value > maximum)
-    ):
-        raise ImproperlyConfigured(f"{name} must be {what}, not {raw!r}")
-    return value
-
-
-def env_int(name, default, *, minimum=0, maximum=None):
-    """A whole number (a count, a size, seconds), not negative unless said otherwise."""
-    return env_number(name, default, minimum=minimum, maximum=maximum)
-
-
-def env_float(name, default, *, minimum=0.0, maximum=None):
-    """A number of seconds or a fraction, not negative unless said otherwise."""
-    return env_number(name, default, whole=False, minimum=minimum, maximum=maximum)
-
-
-def env_list(name, default=""):
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
 
 # Off unless asked for: a worker, beat or manage.py started with the production environment must
 # never run with the debug page (which shows the settings) or skip the production checks below.

@@ -228,7 +228,11 @@ def open_as(browser, live_server, transactional_db, csp_violations, axe_violatio
     # Every page address loaded, opened again (GET) in the same person's context and checked.
     seen = set()
     for context, url in visited:
-        if url in seen or "/accounts/logout" in url or url.endswith((".csv", ".json", ".svg")):
+        if (
+            url in seen
+            or "/accounts/logout" in url
+            or url.endswith((".csv", ".xlsx", ".json", ".svg"))
+        ):
             continue
         seen.add(url)
         checker = context.new_page()

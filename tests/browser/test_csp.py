@@ -33,7 +33,7 @@ MAX_PAGES = 80  # per role
 # in each state the data has, not every row of every list.
 SAME_KIND = 3
 SKIP = ("/accounts/logout/", "/admin/")
-DOWNLOADS = (".csv", ".json")
+DOWNLOADS = (".csv", ".xlsx", ".json")
 
 
 def _links(page, origin, skip):

@@ -26,29 +26,16 @@ from refunds_admin.notifications import staff
 from refunds_admin.payouts import SnapshotError, parse_snapshot
 from refunds_admin.proposals.models import PayoutProposal
 from tests.support.factories import approved_proposal, dumps, import_doc, snapshot_doc
-from tests.support.fake_cashier import FakeCashier
+from tests.support.fake_cashier import point_settings_at
 from tests.support.posting import fail_past_the_unavailable_budget
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def cashier():
-    with FakeCashier() as fake:
-        yield fake
-
-
-@pytest.fixture
 def with_cashier(settings, cashier):
     """This process is configured for the fake cashier."""
-    settings.CASHIER_URL = cashier.url
-    settings.CASHIER_TOKEN = cashier.token
-    settings.CASHIER_TIMEOUT = 0.5
-    settings.CASHIER_BACKOFF = 0.01
-    settings.CASHIER_MAX_TRIES = 2
-    settings.CASHIER_CONCURRENCY = 4
-    settings.POSTING_CHUNK_SIZE = 3
-    return settings
+    return point_settings_at(settings, cashier, max_tries=2, chunk_size=3)
 
 
 def _job(proposal):

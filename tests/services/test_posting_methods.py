@@ -21,28 +21,15 @@ from refunds_admin.ledger.models import (
 from refunds_admin.ledger.writers import lines_summary, lines_summary_in_python
 from refunds_admin.payouts.money import format_cents
 from refunds_admin.proposals.models import PayoutProposal
-from tests.support.fake_cashier import FakeCashier
+from tests.support.fake_cashier import point_settings_at
 from tests.support.posting_support import expected_credits, make_approved_proposal, third_non_cash
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def cashier():
-    with FakeCashier() as fake:
-        yield fake
-
-
-@pytest.fixture
 def with_cashier(settings, cashier):
-    settings.CASHIER_URL = cashier.url
-    settings.CASHIER_TOKEN = cashier.token
-    settings.CASHIER_TIMEOUT = 0.5
-    settings.CASHIER_BACKOFF = 0.01
-    settings.CASHIER_MAX_TRIES = 3
-    settings.CASHIER_CONCURRENCY = 4
-    settings.POSTING_CHUNK_SIZE = 4
-    return settings
+    return point_settings_at(settings, cashier, max_tries=3, chunk_size=4)
 
 
 def _proposal(lines=9):

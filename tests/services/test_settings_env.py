@@ -5,8 +5,11 @@ request. Each case imports the settings in a fresh interpreter, as a worker or `
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]  # where gunicorn.conf.py is, as make serve runs it
 
 IMPORT_SETTINGS = (
     "import os; os.environ['DJANGO_SETTINGS_MODULE'] = 'refunds_admin.settings'; "
@@ -71,3 +74,43 @@ def test_a_good_number_is_read_as_given(name, value, read):
     code, stdout, stderr = _import_settings(name, **{name: value})
     assert code == 0, stderr
     assert stdout == read
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        (
+            "WEB_CONCURRENCY",
+            "four",
+            "WEB_CONCURRENCY must be a whole number of at least 1, not 'four'",
+        ),
+        ("GUNICORN_THREADS", "0", "GUNICORN_THREADS must be a whole number of at least 1, not '0'"),
+        ("PORT", "80000", "PORT must be a whole number from 1 to 65535, not '80000'"),
+    ],
+)
+def test_the_web_server_settings_name_the_variable_too(name, value, message):
+    """gunicorn.conf.py reads its numbers through the same helper as settings.py."""
+    res = subprocess.run(
+        [sys.executable, "-c", "import runpy; runpy.run_path('gunicorn.conf.py')"],
+        env={"PATH": "/usr/bin:/bin", name: value},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert res.returncode != 0
+    assert message in res.stderr, res.stderr
+
+
+def test_the_web_server_settings_take_good_numbers():
+    code = "import runpy; c = runpy.run_path('gunicorn.conf.py'); print(c['threads'], c['bind'])"
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PATH": "/usr/bin:/bin", "GUNICORN_THREADS": "3", "PORT": "8123"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split(" ", 1) == ["3", "['127.0.0.1:8123']\n"]

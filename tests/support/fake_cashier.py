@@ -277,3 +277,17 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+def point_settings_at(settings, fake, *, max_tries, chunk_size):
+    """This process posts to the cashier `fake`: short timeouts and back-off, so that a test of
+    errors and retries takes moments; a few requests in flight; small chunks, so that one
+    proposal is posted in several."""
+    settings.CASHIER_URL = fake.url
+    settings.CASHIER_TOKEN = fake.token
+    settings.CASHIER_TIMEOUT = 0.5
+    settings.CASHIER_BACKOFF = 0.01
+    settings.CASHIER_MAX_TRIES = max_tries
+    settings.CASHIER_CONCURRENCY = 4
+    settings.POSTING_CHUNK_SIZE = chunk_size
+    return settings
