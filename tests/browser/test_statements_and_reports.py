@@ -105,7 +105,7 @@ def test_an_auditor_reads_the_finance_report(open_as, support, manager, auditor,
     shot(page, "finance-report")
     with page.expect_download() as download:
         page.click("text=Export CSV")
-    exported = open(download.value.path(), encoding="utf-8").read()
+    exported = open(download.value.path(), encoding="utf-8-sig").read()
     assert exported.startswith("month,cause,rule,currency") and "network" in exported
 
     page.fill("#id_start", (now - timedelta(days=20)).date().isoformat())
