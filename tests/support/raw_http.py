@@ -116,8 +116,13 @@ class RawHTTPServer:
 
     def __exit__(self, *exc):
         self.stopping = True
+        # shutdown() wakes the thread blocked in accept(); close() alone does not, and the join
+        # would then always wait out its timeout (for ever under the year-ahead run's
+        # libfaketime, whose moved monotonic clock puts a timed wait's deadline 400 days away).
+        self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
         self.thread.join(timeout=5)
+        assert not self.thread.is_alive(), "the raw server's accept loop did not stop"
 
     def methods(self):
         return [r.method for r in self.requests]
