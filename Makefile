@@ -56,11 +56,12 @@ serve: install
 # Celery worker on Redis; REQUIRE_SERVICES=1 turns a missing service or browser into a failure.
 # Coverage is measured on the way; tools/coverage_floors.py then fails the run when
 # refunds_admin/payouts/ is below 95% or any services.py below 90%, and prints the figures.
+# The 25 slowest tests are listed at the end, to keep CI inside its 90 minutes.
 test: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m pytest --cov --cov-report= $(PYTEST_ARGS)
+	$(PY) -m pytest --cov --cov-report= --durations=25 $(PYTEST_ARGS)
 	$(PY) tools/coverage_floors.py
 
 # The SQLite part of the suite with the clock moved a year ahead (libfaketime, Debian's
@@ -68,7 +69,7 @@ test: install
 # PostgreSQL server and chromium keep the real clock).
 test-a-year-ahead: install
 	env -u DATABASE_URL -u REDIS_URL -u REQUIRE_SERVICES faketime -f '+400d' \
-		$(PY) -m pytest -p no:cacheprovider -q --ignore=tests/browser -m "not browser" $(PYTEST_ARGS)
+		$(PY) -m pytest -p no:cacheprovider -q --ignore=tests/browser -m "not browser" --durations=15 $(PYTEST_ARGS)
 
 # Refresh docs/screenshots/ from the browser journeys (needs DATABASE_URL and REDIS_URL, so
 # that the posting job shows progress).
