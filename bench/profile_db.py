@@ -7,8 +7,9 @@ them): wall seconds, CPU seconds of this process and of its PostgreSQL backend (
 partition. The statements are run one after the other here, and `meanwhile` (the Python work
 that normally overlaps them) after them, so that each is timed alone; the totals are therefore
 a little longer than in bench_limits. Parallel index workers' CPU is not in the backend's.
-BENCH_CPROFILE=N also prints the N top functions of cProfile (by cumulative time) for each
-prepare. Runs in a throwaway test database, as bench_limits does.
+BENCH_CPROFILE=N also prints the N top functions of cProfile for each prepare (by cumulative
+time; BENCH_CPROFILE_SORT=tottime by their own). Runs in a throwaway test database, as
+bench_limits does.
 """
 
 import json
@@ -35,9 +36,9 @@ def _label(sql):
 
 
 def _profiled(what, call, *args, **kwargs):
-    """`call(*args, **kwargs)`, under cProfile when BENCH_CPROFILE is set (its top functions by
-    cumulative time are printed after the step; the step's own figures then include cProfile's
-    overhead)."""
+    """`call(*args, **kwargs)`, under cProfile when BENCH_CPROFILE is set (its top functions,
+    by BENCH_CPROFILE_SORT, are printed after the step; the step's own figures then include
+    cProfile's overhead)."""
     if not os.environ.get("BENCH_CPROFILE"):
         return call(*args, **kwargs)
     import cProfile
@@ -48,7 +49,8 @@ def _profiled(what, call, *args, **kwargs):
         return profile.runcall(call, *args, **kwargs)
     finally:
         print(f"   cProfile of {what}:")
-        stats = pstats.Stats(profile, stream=sys.stdout).sort_stats("cumulative")
+        order = os.environ.get("BENCH_CPROFILE_SORT", "cumulative")
+        stats = pstats.Stats(profile, stream=sys.stdout).sort_stats(order)
         stats.print_stats(int(os.environ["BENCH_CPROFILE"]))
 
 
