@@ -1,13 +1,15 @@
 """Issue 25: where an import's and a prepare's time goes, statement by statement, on PostgreSQL.
 
 For each shape of bench_limits (BENCH_SHAPES, BENCH_SIZES as there; one run) it prints the
-floors of bench_limits, then the import and the prepare: wall seconds, CPU seconds of this
-process and of its PostgreSQL backend (read from /proc/PID/stat, so PostgreSQL must run on this
-machine), and the same for the COPY and for each index statement and the ANALYZE of the new
+floors of bench_limits, then the import, the prepare and preparing again (as bench_limits times
+them): wall seconds, CPU seconds of this process and of its PostgreSQL backend (read from
+/proc/PID/stat, so PostgreSQL must run on this machine), and the same for the COPY and for each index statement and the ANALYZE of the new
 partition. The statements are run one after the other here, and `meanwhile` (the Python work
 that normally overlaps them) after them, so that each is timed alone; the totals are therefore
 a little longer than in bench_limits. Parallel index workers' CPU is not in the backend's.
-Runs in a throwaway test database, as bench_limits does.
+BENCH_CPROFILE=N also prints the N top functions of cProfile for each prepare (by cumulative
+time; BENCH_CPROFILE_SORT=tottime by their own). Runs in a throwaway test database, as
+bench_limits does.
 """
 
 import json
@@ -31,6 +33,25 @@ def _label(sql):
     """An index statement without the generated names: what it builds."""
     what = _NAMES.sub("", sql).replace("::text", "")
     return ("unique " if "UNIQUE" in sql[:20] else "") + what[:56]
+
+
+def _profiled(what, call, *args, **kwargs):
+    """`call(*args, **kwargs)`, under cProfile when BENCH_CPROFILE is set (its top functions,
+    by BENCH_CPROFILE_SORT, are printed after the step; the step's own figures then include
+    cProfile's overhead)."""
+    if not os.environ.get("BENCH_CPROFILE"):
+        return call(*args, **kwargs)
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    try:
+        return profile.runcall(call, *args, **kwargs)
+    finally:
+        print(f"   cProfile of {what}:")
+        order = os.environ.get("BENCH_CPROFILE_SORT", "cumulative")
+        stats = pstats.Stats(profile, stream=sys.stdout).sort_stats(order)
+        stats.print_stats(int(os.environ["BENCH_CPROFILE"]))
 
 
 def main():
@@ -103,7 +124,7 @@ def main():
                     pg = backend_cpu()
                     wall, mine = limits._copy_floor(raw, table._meta.db_table, columns, rows, loads)
                     print(f"   {label:<58} {wall:7.2f} {mine:6.2f} {backend_cpu() - pg:8.2f}")
-                for what in ("import", "prepare"):
+                for what in ("import", "prepare", "prepare again"):
                     steps.clear()
                     if what == "import":
                         snapshot = timed(what, lambda raw=raw: incidents.import_snapshot(
@@ -119,8 +140,9 @@ def main():
                         )
                         tournaments._PARSED.clear()
                     else:
-                        timed(what, lambda incident=incident: proposals.prepare_proposal(
-                            incident, acting_user=users["bench_support"]))  # fmt: skip
+                        timed(what, lambda incident=incident, what=what: _profiled(
+                            what, proposals.prepare_proposal, incident,
+                            acting_user=users["bench_support"]))  # fmt: skip
                     total = steps.pop()
                     for label, wall, mine, pg in [total, *steps]:
                         indent = "" if label == what else "  "

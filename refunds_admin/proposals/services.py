@@ -300,19 +300,34 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
     proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
     previous = incident.proposals.filter(version__lt=proposal.version).order_by("-version").first()
-    # What changed since the version before (usually the rejected one), for the approver: its
-    # lines are read now, before this proposal's are written.
-    old = (
-        None
-        if previous is None
-        else dict(previous.lines.values_list("entry_id", "total_cents").iterator(chunk_size=5000))
+    # What changed since the version before (usually the superseded or rejected one), for the
+    # approver: its lines are read now, before this proposal's are written (the connection is
+    # busy with their indexes meanwhile). Computed from the same snapshot version (the usual
+    # case), its lines are this one's entries position for position: its totals in that order
+    # are enough, compared in C passes (figures.changes_by_position). Otherwise its entries are
+    # matched by entry id.
+    same_entries = (
+        previous is not None
+        and previous.snapshot_id == snapshot.pk
+        and previous.lines_count == len(result.columns.entry_id)
     )
+    old_totals: list[int] = []
+    old: dict[str, int] = {}
+    if previous is not None and same_entries:
+        old_totals = list(previous.lines.order_by("position").values_list("total_cents", flat=True))
+    elif previous is not None:
+        lines = previous.lines.order_by().values_list("entry_id", "total_cents")
+        old = dict(lines.iterator(chunk_size=5000))
 
     def figures_and_fingerprint() -> tuple[dict[str, Any], str]:
         # Pure computation, run while PostgreSQL builds the lines' indexes (refunds_admin/db/).
         figures = _figures(result, parsed, snapshot, policy_version.engine().management_finding)
-        if previous is not None and old is not None:
-            figures["changes"] = proposal_figures.changes(old, result.columns) | {
+        if previous is not None:
+            figures["changes"] = (
+                proposal_figures.changes_by_position(old_totals, result.columns)
+                if same_entries
+                else proposal_figures.changes(old, result.columns)
+            ) | {
                 "previous_version": previous.version,
                 "previous_id": previous.pk,
                 "previous_status": previous.status,

@@ -2,11 +2,19 @@
 each fast form equal to the plain loop it replaced (docs/performance.md, "Pages and figures")."""
 
 import heapq
+from types import SimpleNamespace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refunds_admin.proposals.figures import TOP, refunds_by_method, top_paid
+from refunds_admin.proposals.figures import (
+    TOP,
+    changes,
+    changes_by_position,
+    refunds_by_method,
+    top_paid,
+)
 
 # Few distinct totals, so that ties (which the order among equals decides) are common.
 totals_st = st.lists(st.sampled_from([0, 0, 1, 5, 5, 100, 250, 10_000]), max_size=60)
@@ -43,3 +51,24 @@ def test_refunds_by_method_is_the_line_by_line_sum(lines):
             tickets += method == "ticket"
     expected = by_method | ({"tickets": tickets} if tickets else {})
     assert refunds_by_method(totals, refunds) == expected
+
+
+# A proposal prepared again from the same snapshot: the same entries, some totals changed, with
+# few distinct changes, so that ties in the size of a change (ordered by entry id) are common.
+@given(st.lists(st.tuples(st.sampled_from([0, 0, 1, 5, 100, 10_000]),
+                          st.sampled_from([0, 0, 0, 1, -1, 5, 95, -100, 10_000])), max_size=60),
+       st.randoms(use_true_random=False))  # fmt: skip
+def test_changes_by_position_is_changes_by_entry_id(lines, random):
+    entry_ids = [f"e{n}" for n in range(len(lines))]
+    random.shuffle(entry_ids)  # positions are not in entry id order
+    before = [t for t, _ in lines]
+    after = [max(t + d, 0) for t, d in lines]
+    columns = SimpleNamespace(entry_id=entry_ids, total=after)
+    by_entry = changes(dict(zip(entry_ids, before, strict=True)), columns)
+    assert changes_by_position(before, columns) == by_entry
+    assert by_entry["added"] == by_entry["removed"] == 0
+
+
+def test_changes_by_position_refuses_lines_of_other_entries():
+    with pytest.raises(ValueError):
+        changes_by_position([1, 2], SimpleNamespace(entry_id=["a"], total=[1]))

@@ -1,6 +1,7 @@
 """Proposals: prepare, replace, submit, four-eyes approval, reject, replay, statements."""
 
 import zlib
+from types import SimpleNamespace
 
 import pytest
 from django.core.exceptions import PermissionDenied
@@ -14,7 +15,7 @@ from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incidents
 from refunds_admin.ledger import selectors as ledger_selectors
 from refunds_admin.payouts import compute_proposal, parse_snapshot
-from refunds_admin.proposals import services
+from refunds_admin.proposals import figures, services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Snapshot, Tournament
 from tests.support.factories import cancelled_incident, import_doc, open_incident, snapshot_doc
@@ -87,8 +88,18 @@ def test_it_supersedes_a_draft_with_the_next_version_when_prepared_again(
     assert PayoutLine.objects.filter(proposal=first).count() == 10  # kept, to compare
     assert PayoutLine.objects.filter(proposal=again).count() == 10
     assert again.total_cents == 10 * 3300  # everybody's buy-in and fee
-    # "What changed" compares with the superseded version.
-    assert again.figures["changes"]["previous_version"] == 1
+    # "What changed" compares with the superseded version: the same snapshot, so line by line
+    # in position order (figures.changes_by_position), as matching entry ids would.
+    changes = again.figures["changes"]
+    assert changes["previous_version"] == 1
+    first_totals = dict(first.lines.values_list("entry_id", "total_cents"))
+    again_lines = list(again.lines.order_by("position").values_list("entry_id", "total_cents"))
+    columns = SimpleNamespace(
+        entry_id=[e for e, _ in again_lines], total=[t for _, t in again_lines]
+    )
+    expected = figures.changes(first_totals, columns)
+    assert {k: changes[k] for k in expected} == expected
+    assert changes["changed"] == sum(first_totals[e] != t for e, t in again_lines) > 0
     event = AuditEvent.objects.filter(action="proposal.prepared").latest("id")
     assert event.before["fingerprint"] == old_fingerprint
     assert event.after["fingerprint"] == again.fingerprint
