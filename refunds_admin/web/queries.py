@@ -651,7 +651,9 @@ def with_names(players):
     names: dict[str, set] = {i: set() for i in ids}
     emails: dict[str, set] = {i: set() for i in ids}
     for player_id, screen_name, email in (
-        Entry.objects.filter(player_id__in=ids)
+        # lower(player_id) finds them through its index (no index holds the plain player_id).
+        Entry.objects.annotate(player_lower=player_id_lower())
+        .filter(player_lower__in=sorted({i.lower() for i in ids}), player_id__in=ids)
         .values_list("player_id", "screen_name", "email")
         .distinct()
     ):
@@ -683,7 +685,10 @@ def player_tournaments(player_id):
 
     Status = PayoutProposal.Status
     entries = list(
-        Entry.objects.filter(
+        # lower(player_id) finds them through its index (no index holds the plain player_id).
+        Entry.objects.annotate(player_lower=player_id_lower())
+        .filter(
+            player_lower=player_id.lower(),
             player_id=player_id,
             snapshot_id__in=Tournament.objects.exclude(current_snapshot=None).values(
                 "current_snapshot_id"

@@ -12,8 +12,10 @@ from refunds_admin.tournaments.models import Entry
 from refunds_admin.web.queries import (
     audit_events,
     player_matches,
+    player_tournaments,
     proposal_lines,
     snapshot_entries,
+    with_names,
 )
 from tests.support.factories import draft_proposal, import_doc
 
@@ -147,6 +149,8 @@ def test_the_entry_searches_read_the_entries_search_indexes(support):
         # three indexes together; on 150k entries the plan is the three (docs/performance.md).
         "the tournament page": (lambda: snapshot_entries(snapshot, q=long_name), []),
         "the player lookup": (lambda: player_matches(long_name.upper()), [by_id, by_name]),
+        "the lookup's names": (lambda: with_names([{"player_id": "p2"}]), [by_id]),
+        "the player's tournaments": (lambda: player_tournaments("p2"), [by_id]),
     }
     for what, (search, indexes) in searches.items():
         with CaptureQueriesContext(connection) as ran:
