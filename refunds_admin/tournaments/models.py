@@ -261,8 +261,9 @@ class Entry(models.Model):
                 name="entry_chips_match_status",
             ),
         ]
-        # Besides the constraints' own, three expression indexes (PostgreSQL, migration 0003):
-        # lower(player_id), lower(screen_name), lower(email). They serve the search of a
+        # Besides the constraints' own, three expression indexes (PostgreSQL, migrations 0003
+        # and 0012): lower(player_id) in the C collation, the first 16 characters of
+        # lower(screen_name), lower(email). They serve the search of a
         # snapshot's entries and of a proposal's lines (the same rows, position for position),
         # the player lookup across tournaments and the history's "events of this player". Each
         # index is paid for at every import (docs/performance.md).

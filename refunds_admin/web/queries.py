@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import CharField, Count, Max, Min, Q
-from django.db.models.functions import Cast, Lower
+from django.db.models.functions import Cast, Collate, Left, Lower
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.services import rule_sentence
@@ -109,6 +109,43 @@ def keyset_page(qs, *, field, descending, after=None, before=None, last=False, s
 
 SEARCH_LIST = 1000
 
+# How much of a screen name the entries' prefix index holds, lowered (tournaments migration 0012).
+NAME_PREFIX = 16
+
+
+def player_id_lower():
+    """lower(player_id) as the entries' index holds it: in the C collation on PostgreSQL.
+
+    The database's collation (C.UTF-8) made that index cost an import four times a plain one
+    (docs/performance.md); equality finds the same entries in either collation, but PostgreSQL
+    uses the index only when the query names its collation too. SQLite has no "C" collation to
+    name (and no such index: it scans)."""
+    if connection.vendor == "postgresql":
+        return Collate(Lower("player_id"), "C")
+    return Lower("player_id")
+
+
+def name_starts(q, *, exact=False):
+    """The entries whose screen name starts with `q` in any case (or is `q`, exactly, when
+    `exact`): the index holds the lowered first NAME_PREFIX characters of each name, so it is
+    asked for those, and the whole name is checked on the entries it finds. Annotate the
+    queryset with name_start=Lower(Left("screen_name", NAME_PREFIX)) and
+    screen_lower=Lower("screen_name") first."""
+    q = q.lower()
+    # The index leaves out the entries without a name (most have one or none): saying so lets
+    # PostgreSQL use it.
+    named = ~Q(screen_name="")
+    if exact:
+        return named & Q(name_start=q[:NAME_PREFIX], screen_lower=q)
+    return named & Q(name_start__startswith=q[:NAME_PREFIX], screen_lower__startswith=q)
+
+
+def _name_columns():
+    return {
+        "name_start": Lower(Left("screen_name", NAME_PREFIX)),
+        "screen_lower": Lower("screen_name"),
+    }
+
 
 def proposal_lines(proposal, *, q="", show="", sort="position"):
     """The breakdown table's rows before paging: search by player id or entry id (exact, what a
@@ -127,13 +164,16 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
         # indexes first, then their lines by position. (Left as one query joining the two,
         # PostgreSQL may walk all 100k lines in order, expecting matches everywhere.)
         entries = Entry.objects.filter(snapshot_id=proposal.snapshot_id).order_by()
-        by_id = entries.annotate(player_lower=Lower("player_id")).filter(
+        by_id = entries.annotate(player_lower=player_id_lower()).filter(
             Q(entry_id=q) | Q(player_lower=q.lower(), player_id=q)
         )
         by_name = (
             entries.exclude(screen_name="")
-            .annotate(screen_lower=Lower("screen_name"))
-            .filter(screen_lower__startswith=q.lower())
+            .annotate(
+                name_start=Lower(Left("screen_name", NAME_PREFIX)),
+                screen_lower=Lower("screen_name"),
+            )
+            .filter(name_starts(q))
             .order_by("screen_lower")
         )
         positions = list(by_name.values_list("position", flat=True)[: SEARCH_LIST + 1])
@@ -158,14 +198,15 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
 def snapshot_entries(snapshot, *, q=""):
     """A snapshot's entries, searched exactly by player id, entry id or screen name. Each branch
     is an index lookup in the snapshot's partition on PostgreSQL: (snapshot, entry_id), and the
-    expression indexes lower(player_id) and lower(screen_name) (tournaments migration 0003)."""
+    expression indexes on lower(player_id) and on the screen name's lowered start (tournaments
+    migration 0012)."""
     qs = Entry.objects.filter(snapshot=snapshot)
     q = (q or "").strip()
     if q:
-        qs = qs.annotate(player_lower=Lower("player_id"), screen_lower=Lower("screen_name")).filter(
+        qs = qs.annotate(player_lower=player_id_lower(), **_name_columns()).filter(
             Q(entry_id=q)
             | Q(player_lower=q.lower(), player_id=q)
-            | Q(screen_lower=q.lower(), screen_name=q)
+            | (name_starts(q, exact=True) & Q(screen_name=q))
         )
     return qs
 
@@ -346,7 +387,7 @@ def audit_events(*, tournament="", player="", user="", action="", since=None, un
         # entries. The event does not list them (a 100k-entry list would cost each prepare half
         # a second of search index): the entries' lower(player_id) index finds them.
         snapshots = (
-            Entry.objects.annotate(player_lower=Lower("player_id"))
+            Entry.objects.annotate(player_lower=player_id_lower())
             .filter(player_lower=player.lower(), player_id=player)
             .values("snapshot_id")
         )
@@ -577,8 +618,8 @@ def player_matches(q):
     player played, not only those where the match was found), unordered: the page sorts and
     pages it (web/paging.py), so a search that finds 5,000 players lists them all.
 
-    Each branch is an index lookup on PostgreSQL (expression indexes on lower(...), migration
-    tournaments/0003)."""
+    Each branch is an index lookup on PostgreSQL (expression indexes on lower(...), migrations
+    tournaments/0003 and 0012)."""
     from refunds_admin.tournaments.models import Tournament
 
     q = (q or "").strip().lower()
@@ -589,9 +630,12 @@ def player_matches(q):
     elif quoted_amount(q) is not None:
         found = base.filter(_paid(quoted_amount(q)))
     else:
+        # Each branch names its index's expression and, for the partial ones (e-mail, screen
+        # name), its condition: PostgreSQL combines the three index lookups only if it can use
+        # all three, and reads every entry otherwise.
         found = base.annotate(
-            id_lower=Lower("player_id"), email_lower=Lower("email"), name_lower=Lower("screen_name")
-        ).filter(Q(id_lower=q) | Q(email_lower=q) | Q(name_lower__startswith=q))
+            id_lower=player_id_lower(), email_lower=Lower("email"), **_name_columns()
+        ).filter(Q(id_lower=q) | (~Q(email="") & Q(email_lower=q)) | name_starts(q))
     return (
         base.filter(player_id__in=found.values("player_id"))
         .values("player_id")
@@ -607,7 +651,9 @@ def with_names(players):
     names: dict[str, set] = {i: set() for i in ids}
     emails: dict[str, set] = {i: set() for i in ids}
     for player_id, screen_name, email in (
-        Entry.objects.filter(player_id__in=ids)
+        # lower(player_id) finds them through its index (no index holds the plain player_id).
+        Entry.objects.annotate(player_lower=player_id_lower())
+        .filter(player_lower__in=sorted({i.lower() for i in ids}), player_id__in=ids)
         .values_list("player_id", "screen_name", "email")
         .distinct()
     ):
@@ -639,7 +685,10 @@ def player_tournaments(player_id):
 
     Status = PayoutProposal.Status
     entries = list(
-        Entry.objects.filter(
+        # lower(player_id) finds them through its index (no index holds the plain player_id).
+        Entry.objects.annotate(player_lower=player_id_lower())
+        .filter(
+            player_lower=player_id.lower(),
             player_id=player_id,
             snapshot_id__in=Tournament.objects.exclude(current_snapshot=None).values(
                 "current_snapshot_id"

@@ -3,12 +3,20 @@ keys are checked once per statement by a trigger, and must still hold like forei
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from refunds_admin.db import insert_rows, partition_bound
 from refunds_admin.proposals import services as proposals
 from refunds_admin.proposals.models import LINE_PARTITION_INDEXES, PayoutLine
 from refunds_admin.tournaments.models import Entry
-from refunds_admin.web.queries import proposal_lines
+from refunds_admin.web.queries import (
+    audit_events,
+    player_matches,
+    player_tournaments,
+    proposal_lines,
+    snapshot_entries,
+    with_names,
+)
 from tests.support.factories import draft_proposal, import_doc
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -116,3 +124,66 @@ def _plan(cursor, qs):
     sql, params = qs.query.sql_with_params()
     cursor.execute("EXPLAIN " + sql, params)
     return "\n".join(row[0] for row in cursor.fetchall()).replace("Sort Key", "")
+
+
+def test_the_entry_searches_read_the_entries_search_indexes(support):
+    """The player lookup, the history's player search and the breakdown's and tournament page's
+    searches find entries through the expression indexes of tournaments migration 0012: the
+    player id lowered in the C collation, and the first 16 characters of the screen name
+    lowered (docs/performance.md). Each query must name the index's own expression (and
+    collation, and the partial indexes' condition), or PostgreSQL reads every entry instead."""
+    proposal = draft_proposal(support)
+    snapshot = proposal.snapshot
+    long_name = "Aurelio-the-Magnificent"  # longer than the index's 16 characters
+    Entry.objects.filter(snapshot=snapshot, entry_id="e1").update(screen_name=long_name)
+    by_id, by_name = "entry_player_id_lower_c", "entry_screen_name_prefix"
+    searches = {
+        "the history's player search": (lambda: audit_events(player="P2"), [by_id]),
+        "the breakdown, by player id": (lambda: proposal_lines(proposal, q="P2"), [by_id]),
+        "the breakdown, by name": (lambda: proposal_lines(proposal, q="PLAYER1"), [by_name]),
+        "the breakdown, by a long name": (
+            lambda: proposal_lines(proposal, q=long_name[:20]),
+            [by_name],
+        ),
+        # In a partition of 10 entries, (snapshot, entry_id) finds them all cheaper than the
+        # three indexes together; on 150k entries the plan is the three (docs/performance.md).
+        "the tournament page": (lambda: snapshot_entries(snapshot, q=long_name), []),
+        "the player lookup": (lambda: player_matches(long_name.upper()), [by_id, by_name]),
+        "the lookup's names": (lambda: with_names([{"player_id": "p2"}]), [by_id]),
+        "the player's tournaments": (lambda: player_tournaments("p2"), [by_id]),
+    }
+    for what, (search, indexes) in searches.items():
+        with CaptureQueriesContext(connection) as ran:
+            list(search())
+        with connection.cursor() as cursor:
+            # A table of 10 entries would be read whole, or through the snapshot's own key.
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("SET LOCAL enable_indexscan = off")
+            plans = []
+            for query in ran.captured_queries:
+                if "tournaments_entry" in query["sql"]:
+                    cursor.execute("EXPLAIN " + query["sql"])
+                    plans.append("\n".join(row[0] for row in cursor.fetchall()))
+            plan = "\n".join(plans)
+            assert plans and "Seq Scan on tournaments_entry" not in plan, (what, plan)
+            for index in indexes:
+                names = _attached(cursor, index)
+                assert any(f" on {name}" in plan for name in names), (what, index, plan)
+            cursor.execute("RESET enable_seqscan")
+            cursor.execute("RESET enable_indexscan")
+    # and they find what they did before
+    lines = proposal_lines(proposal, q=long_name[:20].upper())
+    assert list(lines.values_list("entry_id", flat=True)) == ["e1"]
+    found = snapshot_entries(snapshot, q=long_name)
+    assert list(found.values_list("entry_id", flat=True)) == ["e1"]
+    assert [p["player_id"] for p in player_matches(long_name.upper())] == ["p1"]
+
+
+def _attached(cursor, index):
+    """The partitions' indexes attached to the parent's `index`."""
+    cursor.execute(
+        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+        "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = %s",
+        [index],
+    )
+    return [name for (name,) in cursor.fetchall()]

@@ -8,7 +8,12 @@ from django.urls import reverse
 from refunds_admin.notifications import staff
 from refunds_admin.notifications.models import StaffKind, StatementMessage
 from refunds_admin.web import queries
-from tests.support.factories import approved_proposal, open_incident, posted_proposal
+from tests.support.factories import (
+    approved_proposal,
+    draft_proposal,
+    open_incident,
+    posted_proposal,
+)
 
 
 @pytest.fixture
@@ -31,6 +36,26 @@ def test_it_finds_players_by_id_name_prefix_or_email_in_any_case(three_tournamen
     assert {p["player_id"] for p in queries.find_players("PLAYER")} == {"p1", "p2", "p3", "p4"}
     assert queries.find_players("layer1") == []  # a prefix, not a substring
     assert queries.find_players("nobody") == []
+
+
+def test_a_long_name_prefix_must_match_beyond_the_characters_the_index_holds(support):
+    """The screen-name index holds the first 16 characters, lowered (tournaments migration
+    0012): the searches ask it for those and check the whole name on what it finds."""
+    names = {
+        0: {"screen_name": "Aurelio-the-Magnificent"},
+        1: {"screen_name": "Aurelio-the-Magnifique"},
+    }
+    proposal = draft_proposal(support, entry_fields=names)
+    assert [p["player_id"] for p in queries.find_players("AURELIO-THE-MAGNIFIC")] == ["p1"]
+    assert {p["player_id"] for p in queries.find_players("aurelio-the-magn")} == {"p1", "p2"}
+    assert queries.find_players("aurelio-the-magnificento") == []
+    lines = queries.proposal_lines(proposal, q="aurelio-THE-magnifi")
+    assert sorted(lines.values_list("entry_id", flat=True)) == ["e1", "e2"]
+    lines = queries.proposal_lines(proposal, q="Aurelio-the-Magnifiq")
+    assert list(lines.values_list("entry_id", flat=True)) == ["e2"]
+    found = queries.snapshot_entries(proposal.snapshot, q="Aurelio-the-Magnificent")
+    assert list(found.values_list("entry_id", flat=True)) == ["e1"]
+    assert not queries.snapshot_entries(proposal.snapshot, q="Aurelio-the-Magnifi").exists()
 
 
 def test_it_shows_each_tournaments_state_for_the_player(three_tournaments):
