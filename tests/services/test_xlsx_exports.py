@@ -5,6 +5,8 @@ of the CSV."""
 
 import csv
 import io
+import re
+import zipfile
 from datetime import UTC, timedelta
 from decimal import Decimal
 
@@ -15,7 +17,7 @@ from django.urls import reverse
 from refunds_admin.proposals import services as proposals
 from refunds_admin.reports import outages as outage_reports
 from refunds_admin.reports import selectors
-from refunds_admin.web.downloads import MONEY_FORMAT
+from refunds_admin.web.downloads import MONEY, MONEY_FORMAT, TEXT, xlsx_download
 from tests.support.factories import (
     approve_outage,
     draft_proposal,
@@ -199,3 +201,19 @@ def test_every_page_with_a_csv_link_has_the_xlsx_link_beside_it(client, support,
             [] if name == "finance_report_xlsx" else [proposal.pk if "proposal" in name else o.pk]
         )
         assert f'href="{reverse(name, args=args)}' in html, page
+
+
+def test_amounts_are_written_as_their_exact_digits_and_empty_values_stay_empty_cells():
+    """The file holds each amount's digits (999997 cents as "9999.97", where a float would be
+    written "9999.969999999999"); None and "" are no cell at all, as write_row left them."""
+    amounts = [999997, 81533, -999995, 0, 123456789012]
+    columns = [("id", TEXT, 10), ("note", TEXT, 10), ("amount", MONEY, 14)]
+    rows = [(f"r{i}", "" if i % 2 else None, cents) for i, cents in enumerate(amounts)]
+    response = xlsx_download("t.xlsx", "t", columns, rows)
+    body = b"".join(response.streaming_content)
+    sheet = zipfile.ZipFile(io.BytesIO(body)).read("xl/worksheets/sheet1.xml").decode()
+    values = re.findall(r'<c r="C\d+" s="\d+"><v>([^<]*)</v>', sheet)
+    assert values == ["9999.97", "815.33", "-9999.95", "0.00", "1234567890.12"]
+    header, records = _records(openpyxl.load_workbook(io.BytesIO(body)).active)
+    assert [_cents(r["amount"]) for r in records] == amounts
+    assert all(r["note"].value is None for r in records)
