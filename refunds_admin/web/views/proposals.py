@@ -23,7 +23,7 @@ from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry
 
 from .. import palette, queries
-from ..access import get_proposal_for, role_required
+from ..access import get_proposal_for, get_proposal_rows_for, role_required
 from ..downloads import (
     BOOLEAN,
     INTEGER,
@@ -285,15 +285,16 @@ def _decision_context(proposal):
 @role_required(CAN_READ)
 @vary_on_headers("HX-Request", "HX-Target")  # the lines partial for htmx
 def proposal_detail(request, pk):
-    proposal = get_proposal_for(request, pk)
     template = "web/proposal_detail.html"
     if request.htmx and request.htmx.target == "lines":
         # Only the breakdown's rows: none of the page's other figures.
+        proposal = get_proposal_rows_for(request, pk)
         return render(
             request,
             template + "#lines",
             {"proposal": proposal, **_lines_context(request, proposal)},
         )
+    proposal = get_proposal_for(request, pk)
     progress = progress_of(proposal) if proposal.status in POSTING_STATES else None
     context = {
         "proposal": proposal,
