@@ -23,7 +23,7 @@ from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry
 
 from .. import palette, queries
-from ..access import get_proposal_for, role_required
+from ..access import get_proposal_for, get_proposal_rows_for, role_required
 from ..downloads import (
     BOOLEAN,
     INTEGER,
@@ -59,7 +59,9 @@ def _lines_context(request, proposal):
     sort = data.get("sort") or "position"
     field, descending = queries.LINE_SORTS[sort]
     page = queries.keyset_page(
-        queries.proposal_lines(proposal, q=data.get("q", ""), show=data.get("show", "")),
+        queries.proposal_lines(
+            proposal, q=data.get("q", ""), show=data.get("show", "")
+        ).values_list(*_LINE_FIELDS, named=True),
         field=field,
         descending=descending,
         after=params.get("after"),
@@ -102,6 +104,12 @@ _AMOUNT_COLUMNS = (
     ("Fee refund", "fee_refund_cents", None),
     ("Bounty refund", "bounty_refund_cents", "knockout"),
 )
+# What the breakdown reads of a line: plain rows, not model instances (a third of the cost of
+# reading a page of 100).
+_LINE_FIELDS = (
+    "position", "entry_id", "player_id", "screen_name", "status", "chips", "capped",
+    *(field for _, field, _ in _AMOUNT_COLUMNS), "total_cents", "refunds",
+)  # fmt: skip
 # The entry's own columns for formats that use them: (label, shown when).
 _ENTRY_COLUMNS = (
     ("Bounty paid", "knockout"),
@@ -159,14 +167,21 @@ def _entry_cell_classes(columns):
 
 
 def _display_rows(lines, proposal, columns):
-    """The breakdown rows, every cell ready to print: amounts formatted ("815.33"), the
-    statement link built, and the cells between chips and total (the formats' own columns,
-    then the amounts) joined into one piece of escaped HTML per row.
+    """The breakdown rows as the template prints them: the entry, player and screen name as
+    they came in the snapshot (the template escapes them), and every other cell of the row --
+    status, chips, the formats' own columns, the amounts, total, refunds, the statement link --
+    as one piece of HTML built here:
 
-    100 rows through template filters, an inner loop per row and a lookup per cell cost more
-    than the database query, and the 50 ms budget is for the whole page (docs/performance.md,
-    issues 5 and 25). The format columns the tournament uses come from its entries at the same
-    positions (one query for the page)."""
+        <td>active <span class="badge">capped</span></td><td class="num">1,234</td>
+        <td class="num">815.33</td>... <td class="num"><strong>815.33</strong></td>
+        <td class="payments">cash</td><td><a href="..." class="statement-link">Statement</a></td>
+
+    A page is 100 rows of 12 cells or more: through the template engine, a variable per cell
+    (its lookup, localisation and Django's escape, which first checks each argument for a lazy
+    string) cost more than the rest of the page (docs/performance.md, issue 25), and
+    format_html per row more again. So the cells are written with the standard library's
+    escape, each value escaped. The format columns the tournament uses come from its entries at
+    the same positions (one query for the page)."""
     currency = proposal.currency
     url = reverse("proposal_statement", args=[proposal.pk, "ENTRY"]).replace("ENTRY/", "")
     fields = [f for _, f, when in _AMOUNT_COLUMNS if when is None or columns[when]]
@@ -189,22 +204,29 @@ def _display_rows(lines, proposal, columns):
             ),
             *(("num", display(getattr(line, f), currency, symbol=False)) for f in fields),
         ]
+        statement = escape(f"{url}{quote(line.entry_id, safe='')}/")
+        html = [
+            f"<td>{escape(line.status)}",
+            ' <span class="badge">capped</span></td>' if line.capped else "</td>",
+            f'<td class="num">{line.chips:,}</td>',
+            *(f'<td class="{c}">{escape(text)}</td>' for c, text in cells),
+            f'<td class="num"><strong>{display(line.total_cents, currency, symbol=False)}'
+            "</strong></td>",
+        ]
+        if columns["paid_with"]:
+            refunds = queries.payments_text(line.refunds, currency) or "cash"
+            html.append(f'<td class="payments">{escape(refunds)}</td>')
+        html.append(
+            f'<td><a href="{statement}" hx-get="{statement}" hx-target="closest tr" '
+            'hx-swap="afterend" class="statement-link">Statement</a></td>'
+        )
         rows.append(
             {
                 "entry_id": line.entry_id,
                 "player_id": line.player_id,
                 "screen_name": line.screen_name,
-                "status": line.status,
                 "capped": line.capped,
-                "chips": f"{line.chips:,}",
-                # Every text escaped here: Django's format_html costs 4x the standard library's
-                # escape per cell (its lazy-string checks), 1,000 cells a page.
-                "cells": mark_safe(  # noqa: S308 (each value escaped)
-                    "".join(f'<td class="{c}">{escape(text)}</td>' for c, text in cells)
-                ),
-                "total": display(line.total_cents, currency, symbol=False),
-                "refunds": queries.payments_text(line.refunds, currency) or "cash",
-                "statement_url": f"{url}{quote(line.entry_id, safe='')}/",
+                "cells": mark_safe("".join(html)),  # noqa: S308 (each value escaped above)
             }
         )
     return rows
@@ -263,15 +285,16 @@ def _decision_context(proposal):
 @role_required(CAN_READ)
 @vary_on_headers("HX-Request", "HX-Target")  # the lines partial for htmx
 def proposal_detail(request, pk):
-    proposal = get_proposal_for(request, pk)
     template = "web/proposal_detail.html"
     if request.htmx and request.htmx.target == "lines":
         # Only the breakdown's rows: none of the page's other figures.
+        proposal = get_proposal_rows_for(request, pk)
         return render(
             request,
             template + "#lines",
             {"proposal": proposal, **_lines_context(request, proposal)},
         )
+    proposal = get_proposal_for(request, pk)
     progress = progress_of(proposal) if proposal.status in POSTING_STATES else None
     context = {
         "proposal": proposal,

@@ -157,7 +157,7 @@ def tournament_detail(request, pk):
     page = None
     if snapshot is not None:
         page = queries.keyset_page(
-            queries.snapshot_entries(snapshot, q=q),
+            queries.snapshot_entries(snapshot, q=q).values_list(*_ENTRY_FIELDS, named=True),
             field="position",
             descending=False,
             after=request.GET.get("after"),
@@ -195,11 +195,21 @@ def tournament_detail(request, pk):
     return render(request, template, context)
 
 
+# What the entries table reads of an entry: plain rows, not model instances.
+_ENTRY_FIELDS = (
+    "position", "entry_id", "player_id", "screen_name", "status", "chips", "buy_in_paid_cents",
+    "fee_paid_cents", "rebuys_paid_cents", "rebuy_fees_paid_cents", "bounty_paid_cents",
+    "bounty_cents", "bounties_won_cents", "paid_with", "finish_place", "prize_awarded_cents",
+)  # fmt: skip
+
+
 def _entry_rows(entries, snapshot, currency):
-    """The entries table's rows, every cell ready to print: the amounts formatted once here and
-    the cells between chips and finish (what was paid, and the columns of the formats the
-    snapshot uses) joined into one piece of escaped HTML per row. Through template filters and
-    a lookup per cell, 100 rows cost more than the rest of the page (issue 25)."""
+    """The entries table's rows as the template prints them: the entry, player and screen name
+    as they came in the snapshot (the template escapes them), and the other cells -- status,
+    chips, what was paid, the columns of the formats the snapshot uses, the finish -- as one
+    piece of HTML built here, each value escaped. Through the template engine, a variable per
+    cell for 100 rows cost more than the rest of the page (issue 25; _display_rows of the
+    breakdown says why not format_html)."""
 
     def amount(cents):
         return display(cents, currency, symbol=False)
@@ -219,23 +229,26 @@ def _entry_rows(entries, snapshot, currency):
                 amount(e.bounty_cents) if e.status == "active" else "",
                 "" if e.bounties_won_cents is None else amount(e.bounties_won_cents),
             ]
-        html = "".join(f'<td class="num">{escape(cell)}</td>' for cell in cells)
+        html = [
+            f'<td>{escape(e.status)}</td><td class="num">{e.chips:,}</td>',
+            *(f'<td class="num">{escape(cell)}</td>' for cell in cells),
+        ]
         if snapshot.uses_paid_with:
-            html += f"<td>{escape(queries.payments_text(e.paid_with, currency) or 'cash')}</td>"
+            html.append(
+                f"<td>{escape(queries.payments_text(e.paid_with, currency) or 'cash')}</td>"
+            )
         finish = ""
         if e.finish_place:
             finish = str(e.finish_place)
             if e.prize_awarded_cents:
                 finish += f" ({amount(e.prize_awarded_cents)})"
+        html.append(f"<td>{escape(finish)}</td>")
         rows.append(
             {
                 "entry_id": e.entry_id,
                 "player_id": e.player_id,
                 "screen_name": e.screen_name,
-                "status": e.status,
-                "chips": f"{e.chips:,}",
-                "cells": mark_safe(html),  # noqa: S308 (each value escaped)
-                "finish": finish,
+                "cells": mark_safe("".join(html)),  # noqa: S308 (each value escaped above)
             }
         )
     return rows
