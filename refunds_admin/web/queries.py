@@ -128,9 +128,9 @@ def player_id_lower():
 def name_starts(q, *, exact=False):
     """The entries whose screen name starts with `q` in any case (or is `q`, exactly, when
     `exact`): the index holds the lowered first NAME_PREFIX characters of each name, so it is
-    asked for those, and the whole name is checked on the entries it finds. Annotate the
-    queryset with name_start=Lower(Left("screen_name", NAME_PREFIX)) and
-    screen_lower=Lower("screen_name") first."""
+    asked for those, and the whole name is checked on the entries it finds. The queryset is
+    annotated with name_columns() first (or the same two names spelled out, where the query
+    orders by one of them: the type checker cannot see names given as **kwargs)."""
     q = q.lower()
     # The index leaves out the entries without a name (most have one or none): saying so lets
     # PostgreSQL use it.
@@ -140,7 +140,8 @@ def name_starts(q, *, exact=False):
     return named & Q(name_start__startswith=q[:NAME_PREFIX], screen_lower__startswith=q)
 
 
-def _name_columns():
+def name_columns():
+    """The two expressions name_starts() compares: the indexed start and the whole name."""
     return {
         "name_start": Lower(Left("screen_name", NAME_PREFIX)),
         "screen_lower": Lower("screen_name"),
@@ -168,8 +169,7 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
             Q(entry_id=q) | Q(player_lower=q.lower(), player_id=q)
         )
         by_name = (
-            entries.exclude(screen_name="")
-            .annotate(
+            entries.annotate(
                 name_start=Lower(Left("screen_name", NAME_PREFIX)),
                 screen_lower=Lower("screen_name"),
             )
@@ -203,7 +203,7 @@ def snapshot_entries(snapshot, *, q=""):
     qs = Entry.objects.filter(snapshot=snapshot)
     q = (q or "").strip()
     if q:
-        qs = qs.annotate(player_lower=player_id_lower(), **_name_columns()).filter(
+        qs = qs.annotate(player_lower=player_id_lower(), **name_columns()).filter(
             Q(entry_id=q)
             | Q(player_lower=q.lower(), player_id=q)
             | (name_starts(q, exact=True) & Q(screen_name=q))
@@ -634,7 +634,7 @@ def player_matches(q):
         # name), its condition: PostgreSQL combines the three index lookups only if it can use
         # all three, and reads every entry otherwise.
         found = base.annotate(
-            id_lower=player_id_lower(), email_lower=Lower("email"), **_name_columns()
+            id_lower=player_id_lower(), email_lower=Lower("email"), **name_columns()
         ).filter(Q(id_lower=q) | (~Q(email="") & Q(email_lower=q)) | name_starts(q))
     return (
         base.filter(player_id__in=found.values("player_id"))
