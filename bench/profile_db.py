@@ -4,9 +4,9 @@ For each shape of bench_limits (BENCH_SHAPES, BENCH_SIZES as there; one run) it 
 floors of bench_limits, then the import, the prepare and preparing again (as bench_limits times
 them): wall seconds, CPU seconds of this process and of its PostgreSQL backend (read from
 /proc/PID/stat, so PostgreSQL must run on this machine), and the same for the COPY and for
-each index statement and the ANALYZE of the new partition. The statements are run one after the other here, and `meanwhile` (the Python work
-that normally overlaps them) after them, so that each is timed alone; the totals are therefore
-a little longer than in bench_limits. Parallel index workers' CPU is not in the backend's.
+each index statement and the ANALYZE of the new partition. The statements are run one after
+the other here, and `meanwhile` (the Python work that normally overlaps them) after them, so
+that each is timed alone; the totals are therefore a little longer than in bench_limits. Parallel index workers' CPU is not in the backend's.
 BENCH_CPROFILE=N also prints the N top functions of cProfile for each prepare (by cumulative
 time; BENCH_CPROFILE_SORT=tottime by their own). Runs in a throwaway test database, as
 bench_limits does.
