@@ -1278,13 +1278,14 @@ def _bulk_entries(
         return None  # no entries, or the tournament's buy-in or fee was refused
     if keys is None or not keys <= _BULK_KEYS:
         return None  # an entry that is not an object, or an unknown field
-    get = dict.get
-    ids: list[Any] = list(map(get, raw, repeat("entry_id", n)))
-    players: list[Any] = list(map(get, raw, repeat("player_id", n)))
-    if "screen_name" in keys:
-        screens: list[Any] = list(map(get, raw, repeat("screen_name", n), repeat("", n)))
-    else:
-        screens = [""] * n
+    # Each field, with what the checks below read where an entry omits it: None for a required
+    # one (refused below), 0 chips, no screen name, and _MISSING for the others (an amount's
+    # default depends on the tournament; a null finish place or paid_with is told from none).
+    defaults = dict.fromkeys(keys - {"email"}, _MISSING)
+    defaults.update(entry_id=None, player_id=None, status=None, chips=0, screen_name="")
+    fields = _read_fields(raw, defaults)
+    ids, players, screens = fields["entry_id"], fields["player_id"], fields["screen_name"]
+    statuses, chips = fields["status"], fields["chips"]
     colons = 0
     for column, required in ((ids, True), (players, True), (screens, False)):
         checked = _text_column(column, required)
@@ -1293,14 +1294,12 @@ def _bulk_entries(
         colons += checked
     if len(set(ids)) != n:
         return None
-    statuses: list[Any] = list(map(get, raw, repeat("status", n)))
     active_count = statuses.count(ACTIVE)
     if active_count + statuses.count(ELIMINATED) != n:
         return None  # a missing or other status (compared, never hashed: it may be a list)
     is_active = list(map(eq, repeat(ACTIVE), statuses))
     # Chips: an eliminated entry may omit them (0); an active one without chips reads 0 and is
     # refused below like any active entry without chips above 0.
-    chips = list(map(get, raw, repeat("chips", n), repeat(0, n)))
     if set(map(type, chips)) != {int} or max(chips) > MAX_BIGINT:
         return None  # a null, a float, a boolean or a number beyond a bigint
     if active_count and min(compress(chips, is_active)) <= 0:
@@ -1313,22 +1312,20 @@ def _bulk_entries(
             return None
     finish: list[Any] = [None] * n
     if "finish_place" in keys:
-        finish = list(map(get, raw, repeat("finish_place", n)))
-        if not set(map(type, finish)) <= {int, type(None)}:
+        read = fields["finish_place"]
+        places = list(compress(read, map(is_not, read, repeat(_MISSING))))  # the places given
+        if set(map(type, places)) != {int}:
+            return None  # a null, or not a whole number
+        if min(places) < 1 or max(places) > MAX_INT:
             return None
-        places = list(filter(None, finish))  # the places given, but for a 0: counted below
-        given = sum(map(dict.__contains__, raw, repeat("finish_place", n)))
-        if len(places) != given:
-            return None  # a null (None where the key is given) or a place 0
-        if places and (min(places) < 1 or max(places) > MAX_INT):
-            return None
-    prize_awarded = _bulk_amounts(raw, "prize_awarded", None, keys)
-    buy_ins = _bulk_amounts(raw, "buy_in_paid", default_buy_in, keys)
-    fees = _bulk_amounts(raw, "fee_paid", default_fee, keys)
+        finish = [None if place is _MISSING else place for place in read]
+    prize_awarded = _bulk_amounts(fields.get("prize_awarded"), None, n)
+    buy_ins = _bulk_amounts(fields.get("buy_in_paid"), default_buy_in, n)
+    fees = _bulk_amounts(fields.get("fee_paid"), default_fee, n)
     if prize_awarded is None or buy_ins is None or fees is None:
         return None
-    rebuys = _bulk_amounts(raw, "rebuys_paid", 0, keys)
-    rebuy_fees = _bulk_amounts(raw, "rebuy_fees_paid", 0, keys)
+    rebuys = _bulk_amounts(fields.get("rebuys_paid"), 0, n)
+    rebuy_fees = _bulk_amounts(fields.get("rebuy_fees_paid"), 0, n)
     if rebuys is None or rebuy_fees is None:
         return None
     if bounty is None:
@@ -1338,9 +1335,9 @@ def _bulk_entries(
         heads: list[int] = bounty_paid
         won: list[int | None] = [None] * n
     else:
-        paid_bounties = _bulk_amounts(raw, "bounty_paid", bounty, keys)
-        given_heads = _bulk_amounts(raw, "bounty", None, keys)
-        won_given = _bulk_amounts(raw, "bounties_won", None, keys)
+        paid_bounties = _bulk_amounts(fields.get("bounty_paid"), bounty, n)
+        given_heads = _bulk_amounts(fields.get("bounty"), None, n)
+        won_given = _bulk_amounts(fields.get("bounties_won"), None, n)
         if paid_bounties is None or given_heads is None or won_given is None:
             return None
         bounty_paid, won = paid_bounties, won_given
@@ -1358,7 +1355,9 @@ def _bulk_entries(
                 heads = [p if h is None else h for h, p in zip(given_heads, heads)]
     paid_with: list[tuple[Payment, ...] | None] = [None] * n
     if "paid_with" in keys:
-        payments = _bulk_payments(raw, (buy_ins, fees, rebuys, rebuy_fees, bounty_paid))
+        payments = _bulk_payments(
+            fields["paid_with"], (buy_ins, fees, rebuys, rebuy_fees, bounty_paid)
+        )
         if payments is None:
             return None
         paid_with, payment_colons = payments
@@ -1370,23 +1369,46 @@ def _bulk_entries(
     return columns, colons
 
 
+# Entries read at a time by _read_fields: a block and its values (about 600 kB for a knockout's
+# entries) stay in the CPU's cache while each of their fields is read.
+_BLOCK = 1024
+
+
+def _read_fields(raw: list[dict[str, Any]], fields: dict[str, Any]) -> dict[str, list[Any]]:
+    """{key: the entries' values of it, `fields[key]` where an entry omits it}, for each key.
+
+    Read a block of entries at a time, every field of the block before the next block: 100k
+    parsed entries and their values take more memory than the CPU's caches hold, and read one
+    field at a time over the whole list, each field would fetch every entry from memory again (a
+    knockout's entries, bigger and with their payments between them, cost four times as much to
+    fetch as plain ones)."""
+    columns: dict[str, list[Any]] = {key: [] for key in fields}
+    for start in range(0, len(raw), _BLOCK):
+        entries = raw[start : start + _BLOCK]
+        m = len(entries)
+        for key, default in fields.items():
+            columns[key] += map(dict.get, entries, repeat(key, m), repeat(default, m))
+    return columns
+
+
 _ITEM_KEYS = {"cash": 2, "tournament_money": 2, "ticket": 3}  # method -> keys of its object
 _NONE_IS_ZERO: dict[int | None, int] = {None: 0}
 
 
 def _bulk_payments(
-    raw: list[Any], paid: tuple[list[int], ...]
+    read: list[Any], paid: tuple[list[int], ...]
 ) -> tuple[list[tuple[Payment, ...] | None], int] | None:
     """The `paid_with` column, or None when anything is unusual (the entry-by-entry check then
     names it); with the ':' of the payments' objects and ticket ids (_entry_colons).
 
     Column by column like the other fields: the payments of every entry that gives `paid_with`
     are checked as one column each of methods, amounts and ticket ids (the checks of
-    _paid_with), then grouped back by entry. `paid`: the columns whose sum each entry's
-    payments must equal exactly."""
-    n = len(raw)
-    given = list(compress(range(n), map(dict.__contains__, raw, repeat("paid_with", n))))
-    lists: list[Any] = list(map(dict.__getitem__, map(raw.__getitem__, given), repeat("paid_with")))
+    _paid_with), then grouped back by entry. `read`: the entries' paid_with, _MISSING where an
+    entry gives none; `paid`: the columns whose sum each entry's payments must equal exactly."""
+    n = len(read)
+    is_given = list(map(is_not, read, repeat(_MISSING)))
+    given = list(compress(range(n), is_given))
+    lists: list[Any] = list(compress(read, is_given))
     if set(map(type, lists)) != {list}:
         return None
     sizes = list(map(len, lists))
@@ -1441,14 +1463,22 @@ def _bulk_payments(
 def _text_column(column: list[Any], required: bool) -> int | None:
     """The ':' in a column of ids or names, or None when one is not a string, is too long,
     holds a control character, or (`required`) is empty or blank."""
-    try:
-        text = "".join(column)  # refuses anything but strings
-    except TypeError:
+    # Joined and measured a block at a time (_BLOCK): the lengths are read while the block's
+    # strings are still in the CPU's cache (see _read_fields).
+    parts = []
+    longest, shortest = 0, MAX_ID_LENGTH
+    for start in range(0, len(column), _BLOCK):
+        strings = column[start : start + _BLOCK]
+        try:
+            parts.append("".join(strings))  # refuses anything but strings
+        except TypeError:
+            return None
+        lengths = list(map(len, strings))
+        longest, shortest = max(longest, max(lengths)), min(shortest, min(lengths))
+    text = "".join(parts)
+    if longest > min(MAX_ID_LENGTH, MAX_SCREEN_NAME_LENGTH):
         return None
-    lengths = list(map(len, column))
-    if max(lengths) > min(MAX_ID_LENGTH, MAX_SCREEN_NAME_LENGTH):
-        return None
-    if required and min(lengths) == 0:
+    if required and shortest == 0:
         return None
     if text.isascii():
         # What is left once the printable characters but the space are taken out: a control
@@ -1494,14 +1524,13 @@ _Default = TypeVar("_Default", int, None)
 
 
 def _bulk_amounts(
-    raw: list[Any], key: str, default: _Default, keys: frozenset[str]
+    values: list[Any] | None, default: _Default, n: int
 ) -> list[int | _Default] | None:
-    """The column of amounts in cents (`default` where an entry omits the field), or None when a
-    value is not an amount string (a null included)."""
-    n = len(raw)
-    if key not in keys:
+    """The column of amounts in cents of the `n` entries (`default` where an entry omits the
+    field), or None when a value is not an amount string (a null included). `values`: the
+    field as read (_MISSING where omitted), None when no entry gives it."""
+    if values is None:
         return [default] * n  # the usual case: every entry takes the tournament's amount
-    values = list(map(dict.get, raw, repeat(key, n), repeat(_MISSING, n)))
     try:
         texts = set(values)
     except TypeError:

@@ -3,11 +3,13 @@ snapshots whose knockout, rebuy, paid_with or policy fields are broken. Nothing 
 
 import copy
 import json
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import refunds_admin.payouts.snapshot as snapshot_module
 from refunds_admin.payouts import (
     PRESETS,
     PolicyError,
@@ -321,9 +323,10 @@ def test_the_new_fields_are_read_with_their_defaults():
 
 
 @SETTINGS
-@given(format_snapshots())
-def test_the_bulk_path_reads_the_format_fields_as_the_entry_by_entry_path(doc):
-    """Column-wise or entry by entry, the same columns: the bulk path only ever accepts."""
+@given(format_snapshots(), st.integers(1, 3))
+def test_the_bulk_path_reads_the_format_fields_as_the_entry_by_entry_path(doc, block):
+    """Column-wise or entry by entry, the same columns: the bulk path only ever accepts. Read
+    a block of entries at a time (_BLOCK), blocks of any size give the same columns."""
     raw = doc["entries"]
     t = doc["tournament"]
     buy_in, fee = (int(t[k].replace(".", "")) for k in ("buy_in", "fee"))
@@ -334,6 +337,8 @@ def test_the_bulk_path_reads_the_format_fields_as_the_entry_by_entry_path(doc):
     assert not problems
     assert bulk is not None  # a valid snapshot stays on the fast path
     assert bulk == EntryColumns.from_entries(slow)
+    with mock.patch.object(snapshot_module, "_BLOCK", block):
+        assert _parse_entries_in_bulk(raw, buy_in, fee, bounty) == bulk
 
 
 BAD_AMOUNTS = ["1.234", 5, None, "-1.00", "1e2", "", " 1.00", "\uff11.00", True, [], "1.00\n"]

@@ -1,10 +1,12 @@
 """Hypothesis properties of the engine over generated snapshots."""
 
 from fractions import Fraction
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import refunds_admin.payouts.snapshot as snapshot_module
 from refunds_admin.payouts import parse_snapshot
 from refunds_admin.payouts.snapshot import (
     EntryColumns,
@@ -297,3 +299,23 @@ def test_it_validates_prize_tables_the_same_way_in_bulk_and_row_by_row(raw, last
     if bulk is not None:
         assert not problems, problems.items
         assert bulk == slow
+
+
+@settings(deadline=None, max_examples=300)
+@given(entries_with_odd_fields(), st.integers(1, 3))
+def test_it_reads_entries_the_same_way_a_block_at_a_time(raw, block):
+    """The bulk path reads the entries' fields and checks their ids a block at a time (to stay
+    in the CPU's cache): blocks of any size give the same columns, or give up the same way."""
+    whole = _parse_entries_in_bulk(raw, 3000, 300)
+    with mock.patch.object(snapshot_module, "_BLOCK", block):
+        fields = (
+            snapshot_module._read_fields(raw, dict.fromkeys(KEYS, "?")) if _all_dicts(raw) else None
+        )
+        in_blocks = _parse_entries_in_bulk(raw, 3000, 300)
+    assert in_blocks == whole
+    if fields is not None:
+        assert fields == {key: [e.get(key, "?") for e in raw] for key in KEYS}
+
+
+def _all_dicts(raw):
+    return all(isinstance(e, dict) for e in raw)
