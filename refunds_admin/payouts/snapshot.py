@@ -514,9 +514,15 @@ def _refuse_duplicate_key(
 
 def _keys_of(raw: object) -> frozenset[str] | None:
     """Every key some object of `raw` gives, when it is a list of objects (else None)."""
-    if not isinstance(raw, list) or set(map(type, raw)) != {dict}:
+    if not isinstance(raw, list) or not raw:
         return None
-    return frozenset(chain.from_iterable(raw))
+    keys: set[str] = set()
+    for start in range(0, len(raw), _BLOCK):  # while the block is in the cache (_read_fields)
+        objects = raw[start : start + _BLOCK]
+        if set(map(type, objects)) != {dict}:
+            return None
+        keys.update(chain.from_iterable(objects))
+    return frozenset(keys)
 
 
 # Deliberately loose: one @ with something on both sides and no spaces. The mail server is the
@@ -1418,20 +1424,16 @@ def _bulk_payments(
     if items and set(map(type, items)) != {dict}:
         return None
     count = len(items)
-    methods: list[Any] = list(map(dict.get, items, repeat("method", count)))
+    fields = _read_fields(items, dict.fromkeys(_PAYMENT_KEYS))
+    methods, texts, ticket_ids = fields["method"], fields["amount"], fields["ticket_id"]
     # Each method's object holds exactly its keys: method and amount, and a ticket's id (an
     # unknown method reads None and never equals a key count).
     key_counts = list(map(len, items))
     if list(map(_ITEM_KEYS.get, methods)) != key_counts:
         return None
-    texts: list[Any] = list(map(dict.get, items, repeat("amount", count)))
-    if items and set(map(type, texts)) != {str}:
+    amounts = _bulk_amounts(texts, 0, count)  # a missing amount reads None: not an amount
+    if amounts is None:
         return None
-    parsed = _parse_distinct(list(set(texts)))
-    if parsed is None:
-        return None
-    amounts = list(map(parsed.__getitem__, texts))
-    ticket_ids: list[Any] = list(map(dict.get, items, repeat("ticket_id", count)))
     tickets = list(compress(ticket_ids, map(eq, methods, repeat(TICKET, count))))
     colons = sum(key_counts)
     if tickets:
@@ -1531,19 +1533,25 @@ def _bulk_amounts(
     field as read (_MISSING where omitted), None when no entry gives it."""
     if values is None:
         return [default] * n  # the usual case: every entry takes the tournament's amount
-    try:
-        texts = set(values)
-    except TypeError:
-        return None  # a list or an object
-    texts.discard(_MISSING)
-    if texts and set(map(type, texts)) != {str}:
-        return None
-    parsed = _parse_distinct(list(texts))  # each distinct text parsed once
-    if parsed is None:
-        return None
     cents: dict[object, int | _Default] = {_MISSING: default}
-    cents.update(parsed)
-    return list(map(cents.__getitem__, values))
+    column: list[int | _Default] = []
+    # A block at a time (_BLOCK): each text is looked up while it is still in the CPU's cache
+    # from being hashed into the block's set (see _read_fields).
+    for start in range(0, len(values), _BLOCK):
+        texts = values[start : start + _BLOCK]
+        try:
+            new = set(texts).difference(cents)
+        except TypeError:
+            return None  # a list or an object
+        if new:
+            if set(map(type, new)) != {str}:
+                return None
+            parsed = _parse_distinct(list(new))  # each distinct text parsed once
+            if parsed is None:
+                return None
+            cents.update(parsed)
+        column += map(cents.__getitem__, texts)
+    return column
 
 
 # Amounts written with exactly two decimals, one per line: how platforms write them, and what
