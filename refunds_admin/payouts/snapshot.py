@@ -1304,6 +1304,10 @@ def _bulk_entries(
     if active_count + statuses.count(ELIMINATED) != n:
         return None  # a missing or other status (compared, never hashed: it may be a list)
     is_active = list(map(eq, repeat(ACTIVE), statuses))
+    # Each status as one of the two module strings: the later passes over the column (the
+    # rules, the output) then find the same object on every line instead of fetching each
+    # entry's own copy of the word from memory.
+    statuses = list(map(_STATUSES.__getitem__, is_active))
     # Chips: an eliminated entry may omit them (0); an active one without chips reads 0 and is
     # refused below like any active entry without chips above 0.
     if set(map(type, chips)) != {int} or max(chips) > MAX_BIGINT:
@@ -1397,6 +1401,7 @@ def _read_fields(raw: list[dict[str, Any]], fields: dict[str, Any]) -> dict[str,
     return columns
 
 
+_STATUSES = (ELIMINATED, ACTIVE)  # by is_active
 _ITEM_KEYS = {"cash": 2, "tournament_money": 2, "ticket": 3}  # method -> keys of its object
 _NONE_IS_ZERO: dict[int | None, int] = {None: 0}
 
