@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from functools import cached_property, partial
 from itertools import accumulate, chain, compress, islice, repeat
-from operator import add, eq, ge, is_not, mul, not_, sub, xor
+from operator import add, eq, ge, is_, is_not, mul, not_, sub, xor
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
@@ -1292,22 +1292,25 @@ def _bulk_entries(
     fields = _read_fields(raw, defaults)
     ids, players, screens = fields["entry_id"], fields["player_id"], fields["screen_name"]
     statuses, chips = fields["status"], fields["chips"]
+    # Each status as one of the two module strings, None for any other value: the later passes
+    # over the column (the rules, the output) then find the same object on every line instead
+    # of fetching each entry's own copy of the word from memory.
+    try:
+        statuses = list(map(_STATUSES.get, statuses))
+    except TypeError:
+        return None  # a list or an object
+    active_count = statuses.count(ACTIVE)
+    if active_count + statuses.count(ELIMINATED) != n:
+        return None  # a missing or other status
+    is_active = list(map(is_, statuses, repeat(ACTIVE)))
+    # Ids and names; entry ids are unique, and a player holds at most one active entry.
     colons = 0
-    for column, required in ((ids, True), (players, True), (screens, False)):
-        checked = _text_column(column, required)
+    texts = ((ids, True, True), (players, True, is_active), (screens, False, False))
+    for column, required, unique in texts:
+        checked = _text_column(column, required, unique)
         if checked is None:
             return None
         colons += checked
-    if len(set(ids)) != n:
-        return None
-    active_count = statuses.count(ACTIVE)
-    if active_count + statuses.count(ELIMINATED) != n:
-        return None  # a missing or other status (compared, never hashed: it may be a list)
-    is_active = list(map(eq, repeat(ACTIVE), statuses))
-    # Each status as one of the two module strings: the later passes over the column (the
-    # rules, the output) then find the same object on every line instead of fetching each
-    # entry's own copy of the word from memory.
-    statuses = list(map(_STATUSES.__getitem__, is_active))
     # Chips: an eliminated entry may omit them (0); an active one without chips reads 0 and is
     # refused below like any active entry without chips above 0.
     if set(map(type, chips)) != {int} or max(chips) > MAX_BIGINT:
@@ -1316,10 +1319,6 @@ def _bulk_entries(
         return None
     if any(compress(chips, map(not_, is_active))):
         return None  # an eliminated entry holds chips
-    if active_count:
-        active_players = list(compress(players, is_active))
-        if len(set(active_players)) != active_count:
-            return None
     finish: list[Any] = [None] * n
     if "finish_place" in keys:
         read = fields["finish_place"]
@@ -1401,7 +1400,7 @@ def _read_fields(raw: list[dict[str, Any]], fields: dict[str, Any]) -> dict[str,
     return columns
 
 
-_STATUSES = (ELIMINATED, ACTIVE)  # by is_active
+_STATUSES = {ACTIVE: ACTIVE, ELIMINATED: ELIMINATED}
 _ITEM_KEYS = {"cash": 2, "tournament_money": 2, "ticket": 3}  # method -> keys of its object
 _NONE_IS_ZERO: dict[int | None, int] = {None: 0}
 
@@ -1442,11 +1441,10 @@ def _bulk_payments(
     tickets = list(compress(ticket_ids, map(eq, methods, repeat(TICKET, count))))
     colons = sum(key_counts)
     if tickets:
-        in_ids = _text_column(tickets, True)  # strings, not blank, no control character
+        # Strings, not blank, no control character, and each once: one ticket pays one entry.
+        in_ids = _text_column(tickets, True, True)
         if in_ids is None or max(map(len, tickets)) > MAX_ID_LENGTH:
             return None
-        if len(set(tickets)) != len(tickets):
-            return None  # a ticket used twice
         colons += in_ids
     # Each entry's payments add up to what it paid: the sums of consecutive runs of the
     # amounts, from their running total.
@@ -1467,13 +1465,17 @@ def _bulk_payments(
     return column, colons
 
 
-def _text_column(column: list[Any], required: bool) -> int | None:
+def _text_column(
+    column: list[Any], required: bool, unique: bool | list[bool] = False
+) -> int | None:
     """The ':' in a column of ids or names, or None when one is not a string, is too long,
-    holds a control character, or (`required`) is empty or blank."""
-    # Joined and measured a block at a time (_BLOCK): the lengths are read while the block's
-    # strings are still in the CPU's cache (see _read_fields).
+    holds a control character, (`required`) is empty or blank, or is given twice among the
+    strings `unique` selects (True: all of them; a list: where it is True)."""
+    # Joined, measured and gathered a block at a time (_BLOCK): the lengths and the hashes are
+    # read while the block's strings are still in the CPU's cache (see _read_fields).
     parts = []
     longest, shortest = 0, MAX_ID_LENGTH
+    distinct: set[str] = set()
     for start in range(0, len(column), _BLOCK):
         strings = column[start : start + _BLOCK]
         try:
@@ -1482,6 +1484,12 @@ def _text_column(column: list[Any], required: bool) -> int | None:
             return None
         lengths = list(map(len, strings))
         longest, shortest = max(longest, max(lengths)), min(shortest, min(lengths))
+        if unique is True:
+            distinct.update(strings)
+        elif unique:
+            distinct.update(compress(strings, unique[start : start + _BLOCK]))
+    if unique is not False and len(distinct) != (len(column) if unique is True else sum(unique)):
+        return None  # one given twice
     text = "".join(parts)
     if longest > min(MAX_ID_LENGTH, MAX_SCREEN_NAME_LENGTH):
         return None
