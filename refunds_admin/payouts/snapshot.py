@@ -15,7 +15,7 @@ from fractions import Fraction
 from functools import cached_property, partial
 from itertools import accumulate, chain, compress, islice, repeat
 from operator import add, eq, ge, is_, is_not, mul, not_, sub, xor
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -1289,16 +1289,27 @@ def _bulk_entries(
     # default depends on the tournament; a null finish place or paid_with is told from none).
     defaults = dict.fromkeys(keys - {"email"}, _MISSING)
     defaults.update(entry_id=None, player_id=None, status=None, chips=0, screen_name="")
-    fields = _read_fields(raw, defaults)
+    if bounty is None and not keys.isdisjoint(_BOUNTY_FIELDS):
+        return None  # a bounty field in a tournament that is not a knockout
+    # The amounts in cents, where an entry omits one: the tournament's buy-in, fee and bounty,
+    # no rebuys, and None for the others (no prize awarded, no bounty given or won).
+    amount_defaults = {
+        "prize_awarded": None, "buy_in_paid": default_buy_in, "fee_paid": default_fee,
+        "rebuys_paid": 0, "rebuy_fees_paid": 0, "bounty_paid": bounty or 0, "bounty": None,
+        "bounties_won": None,
+    }  # fmt: skip
+    convert: dict[str, Callable[[list[Any]], list[Any]]] = {"status": _statuses}
+    convert.update((key, _Cents(amount_defaults[key])) for key in keys & amount_defaults.keys())
+    try:
+        fields = _read_fields(raw, defaults, convert)
+    except _Unusual:
+        return None
     ids, players, screens = fields["entry_id"], fields["player_id"], fields["screen_name"]
     statuses, chips = fields["status"], fields["chips"]
-    # Each status as one of the two module strings, None for any other value: the later passes
-    # over the column (the rules, the output) then find the same object on every line instead
-    # of fetching each entry's own copy of the word from memory.
-    try:
-        statuses = list(map(_STATUSES.get, statuses))
-    except TypeError:
-        return None  # a list or an object
+    amounts: dict[str, list[Any]] = {
+        key: fields[key] if key in fields else [default] * n  # no entry gives it: the default
+        for key, default in amount_defaults.items()
+    }
     active_count = statuses.count(ACTIVE)
     if active_count + statuses.count(ELIMINATED) != n:
         return None  # a missing or other status
@@ -1328,28 +1339,15 @@ def _bulk_entries(
         if min(places) < 1 or max(places) > MAX_INT:
             return None
         finish = [None if place is _MISSING else place for place in read]
-    prize_awarded = _bulk_amounts(fields.get("prize_awarded"), None, n)
-    buy_ins = _bulk_amounts(fields.get("buy_in_paid"), default_buy_in, n)
-    fees = _bulk_amounts(fields.get("fee_paid"), default_fee, n)
-    if prize_awarded is None or buy_ins is None or fees is None:
-        return None
-    rebuys = _bulk_amounts(fields.get("rebuys_paid"), 0, n)
-    rebuy_fees = _bulk_amounts(fields.get("rebuy_fees_paid"), 0, n)
-    if rebuys is None or rebuy_fees is None:
-        return None
-    if bounty is None:
-        if not keys.isdisjoint(_BOUNTY_FIELDS):
-            return None  # a bounty field in a tournament that is not a knockout
-        bounty_paid: list[int] = [0] * n
-        heads: list[int] = bounty_paid
-        won: list[int | None] = [None] * n
-    else:
-        paid_bounties = _bulk_amounts(fields.get("bounty_paid"), bounty, n)
-        given_heads = _bulk_amounts(fields.get("bounty"), None, n)
-        won_given = _bulk_amounts(fields.get("bounties_won"), None, n)
-        if paid_bounties is None or given_heads is None or won_given is None:
-            return None
-        bounty_paid, won = paid_bounties, won_given
+    prize_awarded, buy_ins, fees = (
+        amounts[k] for k in ("prize_awarded", "buy_in_paid", "fee_paid")
+    )
+    rebuys, rebuy_fees = amounts["rebuys_paid"], amounts["rebuy_fees_paid"]
+    bounty_paid: list[int] = amounts["bounty_paid"]
+    won: list[int | None] = amounts["bounties_won"]
+    heads: list[int] = bounty_paid  # not a knockout: all 0
+    if bounty is not None:
+        given_heads = amounts["bounty"]
         # The bounty on an active entry's head, by default what it paid; none on an
         # eliminated one (which may not give one).
         heads = list(map(mul, bounty_paid, is_active))
@@ -1359,7 +1357,7 @@ def _bulk_entries(
             if given_heads.count(None) == n - active_count:
                 # Every active entry gives its bounty (a progressive knockout): the eliminated
                 # ones' None becomes 0, in C.
-                heads = list(map(_NONE_IS_ZERO.get, given_heads, given_heads))  # type: ignore[arg-type]
+                heads = list(map(_NONE_IS_ZERO.get, given_heads, given_heads))
             else:
                 heads = [p if h is None else h for h, p in zip(given_heads, heads)]
     paid_with: list[tuple[Payment, ...] | None] = [None] * n
@@ -1383,8 +1381,13 @@ def _bulk_entries(
 _BLOCK = 1024
 
 
-def _read_fields(raw: list[dict[str, Any]], fields: dict[str, Any]) -> dict[str, list[Any]]:
-    """{key: the entries' values of it, `fields[key]` where an entry omits it}, for each key.
+def _read_fields(
+    raw: list[dict[str, Any]],
+    fields: dict[str, Any],
+    convert: dict[str, Callable[[list[Any]], list[Any]]] | None = None,
+) -> dict[str, list[Any]]:
+    """{key: the entries' values of it, `fields[key]` where an entry omits it}, for each key;
+    passed through `convert[key]`, a block at a time, where it is given (it may raise _Unusual).
 
     Read a block of entries at a time, every field of the block before the next block: 100k
     parsed entries and their values take more memory than the CPU's caches hold, and read one
@@ -1396,8 +1399,49 @@ def _read_fields(raw: list[dict[str, Any]], fields: dict[str, Any]) -> dict[str,
         entries = raw[start : start + _BLOCK]
         m = len(entries)
         for key, default in fields.items():
-            columns[key] += map(dict.get, entries, repeat(key, m), repeat(default, m))
+            values: Iterable[Any] = map(dict.get, entries, repeat(key, m), repeat(default, m))
+            if convert and key in convert:
+                values = convert[key](list(values))  # while the values are in the cache
+            columns[key] += values
     return columns
+
+
+class _Unusual(Exception):
+    """Something the bulk path does not take: the entry-by-entry check is to name it."""
+
+
+def _statuses(values: list[Any]) -> list[str | None]:
+    """Each status as one of the two module strings, None for any other value: the later passes
+    over the column (the rules, the output) then find the same object on every line instead of
+    fetching each entry's own copy of the word from memory."""
+    try:
+        return list(map(_STATUSES.get, values))
+    except TypeError:
+        raise _Unusual from None  # a list or an object
+
+
+class _Cents:
+    """An amount field read a block at a time (_read_fields): the block's amounts in cents,
+    `default` where an entry omits the field (_MISSING). Each distinct text is parsed once, for
+    the whole column. Raises _Unusual on a value that is not an amount string (a null
+    included)."""
+
+    def __init__(self, default: int | None) -> None:
+        self.cents: dict[object, int | None] = {_MISSING: default}
+
+    def __call__(self, texts: list[Any]) -> list[Any]:
+        try:
+            new = set(texts).difference(self.cents)
+        except TypeError:
+            raise _Unusual from None  # a list or an object
+        if new:
+            if set(map(type, new)) != {str}:
+                raise _Unusual
+            parsed = _parse_distinct(list(new))
+            if parsed is None:
+                raise _Unusual
+            self.cents.update(parsed)
+        return list(map(self.cents.__getitem__, texts))
 
 
 _STATUSES = {ACTIVE: ACTIVE, ELIMINATED: ELIMINATED}
@@ -1428,15 +1472,16 @@ def _bulk_payments(
     if items and set(map(type, items)) != {dict}:
         return None
     count = len(items)
-    fields = _read_fields(items, dict.fromkeys(_PAYMENT_KEYS))
-    methods, texts, ticket_ids = fields["method"], fields["amount"], fields["ticket_id"]
+    try:
+        # A missing amount reads None: not an amount.
+        fields = _read_fields(items, dict.fromkeys(_PAYMENT_KEYS), {"amount": _Cents(None)})
+    except _Unusual:
+        return None
+    methods, amounts, ticket_ids = fields["method"], fields["amount"], fields["ticket_id"]
     # Each method's object holds exactly its keys: method and amount, and a ticket's id (an
     # unknown method reads None and never equals a key count).
     key_counts = list(map(len, items))
     if list(map(_ITEM_KEYS.get, methods)) != key_counts:
-        return None
-    amounts = _bulk_amounts(texts, 0, count)  # a missing amount reads None: not an amount
-    if amounts is None:
         return None
     tickets = list(compress(ticket_ids, map(eq, methods, repeat(TICKET, count))))
     colons = sum(key_counts)
@@ -1533,38 +1578,6 @@ def _has_control_character(text: str) -> bool:
     if text.isprintable():  # no control character (Cc) and no lone surrogate (Cs)
         return False
     return _CONTROL.search(text) is not None
-
-
-_Default = TypeVar("_Default", int, None)
-
-
-def _bulk_amounts(
-    values: list[Any] | None, default: _Default, n: int
-) -> list[int | _Default] | None:
-    """The column of amounts in cents of the `n` entries (`default` where an entry omits the
-    field), or None when a value is not an amount string (a null included). `values`: the
-    field as read (_MISSING where omitted), None when no entry gives it."""
-    if values is None:
-        return [default] * n  # the usual case: every entry takes the tournament's amount
-    cents: dict[object, int | _Default] = {_MISSING: default}
-    column: list[int | _Default] = []
-    # A block at a time (_BLOCK): each text is looked up while it is still in the CPU's cache
-    # from being hashed into the block's set (see _read_fields).
-    for start in range(0, len(values), _BLOCK):
-        texts = values[start : start + _BLOCK]
-        try:
-            new = set(texts).difference(cents)
-        except TypeError:
-            return None  # a list or an object
-        if new:
-            if set(map(type, new)) != {str}:
-                return None
-            parsed = _parse_distinct(list(new))  # each distinct text parsed once
-            if parsed is None:
-                return None
-            cents.update(parsed)
-        column += map(cents.__getitem__, texts)
-    return column
 
 
 # Amounts written with exactly two decimals, one per line: how platforms write them, and what
