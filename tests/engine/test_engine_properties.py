@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import refunds_admin.payouts.snapshot as snapshot_module
 from refunds_admin.payouts import parse_snapshot
+from refunds_admin.payouts.money import AmountError, parse_amount
 from refunds_admin.payouts.snapshot import (
     EntryColumns,
     _parse_entries_in_bulk,
@@ -319,3 +320,30 @@ def test_it_reads_entries_the_same_way_a_block_at_a_time(raw, block):
 
 def _all_dicts(raw):
     return all(isinstance(e, dict) for e in raw)
+
+
+_AMOUNT_TEXTS = st.one_of(
+    st.from_regex(r"[0-9]{1,16}\.[0-9]{2}", fullmatch=True),
+    st.from_regex(r"[0-9]{1,4}(\.[0-9]{0,3})?", fullmatch=True),
+    st.sampled_from(["", ".50", "1.", "1e2", "-1.00", " 1.00", "1.00\n", "\uff11.00", "1:00"]),
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.one_of(
+        st.lists(_AMOUNT_TEXTS, min_size=1, max_size=30, unique=True),
+        # All with two decimals, more than 8: the regex path (MAX_CENTS is 15 digits of units).
+        st.lists(
+            st.from_regex(r"0?[0-9]{1,15}\.[0-9]{2}", fullmatch=True), min_size=9, unique=True
+        ),
+    )
+)
+def test_it_parses_a_column_of_amounts_as_parse_amount_does_one_by_one(texts):
+    """_parse_distinct reads two-decimal texts with one regex and int(); a block of entries
+    (_Cents) may hand it any few of a column's texts: it must agree with parse_amount."""
+    try:
+        expected = {text: parse_amount(text) for text in texts}
+    except AmountError:
+        expected = None
+    assert snapshot_module._parse_distinct(texts) == expected
