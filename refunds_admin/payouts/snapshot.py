@@ -1284,13 +1284,14 @@ def _bulk_entries(
         return None  # no entries, or the tournament's buy-in or fee was refused
     if keys is None or not keys <= _BULK_KEYS:
         return None  # an entry that is not an object, or an unknown field
-    # Each field, with what the checks below read where an entry omits it: None for a required
-    # one (refused below), 0 chips, no screen name, and _MISSING for the others (an amount's
-    # default depends on the tournament; a null finish place or paid_with is told from none).
-    defaults = dict.fromkeys(keys - {"email"}, _MISSING)
-    defaults.update(entry_id=None, player_id=None, status=None, chips=0, screen_name="")
     if bounty is None and not keys.isdisjoint(_BOUNTY_FIELDS):
         return None  # a bounty field in a tournament that is not a knockout
+    # Each field, with what the checks below read where an entry omits it: None for a required
+    # one (refused below), 0 chips, no screen name, and _MISSING for the others (an amount's
+    # default depends on the tournament; a null finish place or paid_with is told apart from an
+    # omitted one).
+    defaults = dict.fromkeys(keys - {"email"}, _MISSING)
+    defaults.update(entry_id=None, player_id=None, status=None, chips=0, screen_name="")
     # The amounts in cents, where an entry omits one: the tournament's buy-in, fee and bounty,
     # no rebuys, and None for the others (no prize awarded, no bounty given or won).
     amount_defaults = {
@@ -1376,7 +1377,7 @@ def _bulk_entries(
     return columns, colons
 
 
-# Entries read at a time by _read_fields: a block and its values (about 600 kB for a knockout's
+# Entries read at a time by _read_fields: a block and its values (about 1 MB for a knockout's
 # entries) stay in the CPU's cache while each of their fields is read.
 _BLOCK = 1024
 
