@@ -4,6 +4,7 @@
   elsewhere.
 - partitions.py: one partition per parent row, filled by COPY and indexed after it; the
   migration step that partitions a table.
+- beside.py: rows read from a second thread while Python computes.
 - keys.py: the credit key, its Python form beside its SQL form, from the same constants.
 - ddl.py: migration steps (foreign keys checked once per statement, PostgreSQL-only SQL).
 
@@ -11,6 +12,7 @@ The collector is paused by the engine's one `paused_gc` (refunds_admin.payouts).
 behind each of these are in docs/performance.md, not in comments.
 """
 
+from .beside import fetch_beside
 from .copy import Same, copy_binary, insert_columns, insert_rows, rows_of
 from .ddl import postgres_only, statement_level_foreign_key
 from .keys import credit_key, credit_key_sql, key_part, key_part_sql, parse_credit_key
@@ -22,6 +24,7 @@ __all__ = [
     "copy_into_partition",
     "credit_key",
     "credit_key_sql",
+    "fetch_beside",
     "insert_columns",
     "insert_rows",
     "key_part",

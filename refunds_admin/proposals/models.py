@@ -281,6 +281,8 @@ class PayoutLine(models.Model):
         ordering = ["proposal", "position"]
         constraints = [
             models.UniqueConstraint(fields=["proposal", "entry_id"], name="line_entry_unique"),
+            # On PostgreSQL this one is the table's primary key, and `id` has no index: one
+            # key is built per partition, not two saying the same (migration 0015).
             models.UniqueConstraint(fields=["proposal", "position"], name="line_position_unique"),
             models.CheckConstraint(
                 condition=Q(buy_in_refund_cents__gte=0)

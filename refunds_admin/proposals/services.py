@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import partial
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from django.core.exceptions import PermissionDenied
@@ -25,7 +26,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.db import Same, copy_into_partition, insert_columns
+from refunds_admin.db import Same, copy_into_partition, fetch_beside, insert_columns
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.incidents.models import Incident
 from refunds_admin.incidents.services import rule_sentence
@@ -117,6 +118,14 @@ LINE_FIELDS = (
     "refunds",
 )
 _LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS[:-3])
+# The previous version's lines for "What changed": its totals in position order (the same
+# snapshot version), or by entry id (another one).
+_PREVIOUS_TOTALS = (
+    "SELECT total_cents FROM proposals_payoutline WHERE proposal_id = %s ORDER BY position"
+)
+_PREVIOUS_TOTALS_BY_ENTRY = (
+    "SELECT entry_id, total_cents FROM proposals_payoutline WHERE proposal_id = %s"
+)
 
 
 def _insert_lines(
@@ -267,9 +276,41 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
             f"Proposal {live.pk} is {live.status}: an approved proposal is never replaced."
         )
 
+    before = None
+    if live is not None:
+        before = _facts(live)
+        _supersede(live, acting_user=acting_user, tournament=tournament)
+    version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
+    previous = incident.proposals.filter(version__lt=version).order_by("-version").first()
     parsed = engine_snapshot(snapshot)
     policy_version = tournament.policy_version
-    result = _compute(parsed, incident.failed_at, incident.site_wide_issue, policy_version)
+    # What changed since the version before (usually the superseded or rejected one), for the
+    # approver: its lines are read while the engine computes this one (the database and Python
+    # at once, refunds_admin/db/beside.py). Computed from the same snapshot version (the usual
+    # case), its lines are this one's entries position for position: its totals in that order
+    # are enough, compared in C passes (figures.changes_by_position). Otherwise its entries are
+    # matched by entry id.
+    by_position = previous is not None and previous.snapshot_id == snapshot.pk
+    if previous is None:
+        old_rows: list[tuple[Any, ...]] = []
+        result = _compute(parsed, incident.failed_at, incident.site_wide_issue, policy_version)
+    else:
+        old_rows, result = fetch_beside(
+            _PREVIOUS_TOTALS if by_position else _PREVIOUS_TOTALS_BY_ENTRY,
+            [previous.pk],
+            lambda: _compute(parsed, incident.failed_at, incident.site_wide_issue, policy_version),
+        )
+    same_entries = False
+    old_totals: list[int] = []
+    old: dict[str, int] = {}
+    if previous is not None and by_position:
+        same_entries = previous.lines_count == len(result.columns.entry_id)
+        if same_entries:
+            old_totals = list(map(itemgetter(0), old_rows))
+        else:  # not this snapshot's entries after all (never seen): match by entry id
+            old = dict(previous.lines.order_by().values_list("entry_id", "total_cents"))
+    elif previous is not None:
+        old = dict(old_rows)
     fields = {
         "snapshot": snapshot,
         "status": Status.DRAFT,
@@ -293,31 +334,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
         "submitted_at": None,
         "figures": {},  # computed while the lines are indexed, below
     }
-    before = None
-    if live is not None:
-        before = _facts(live)
-        _supersede(live, acting_user=acting_user, tournament=tournament)
-    version = (incident.proposals.aggregate(v=Max("version"))["v"] or 0) + 1
     proposal = PayoutProposal.objects.create(incident=incident, version=version, **fields)
-    previous = incident.proposals.filter(version__lt=proposal.version).order_by("-version").first()
-    # What changed since the version before (usually the superseded or rejected one), for the
-    # approver: its lines are read now, before this proposal's are written (the connection is
-    # busy with their indexes meanwhile). Computed from the same snapshot version (the usual
-    # case), its lines are this one's entries position for position: its totals in that order
-    # are enough, compared in C passes (figures.changes_by_position). Otherwise its entries are
-    # matched by entry id.
-    same_entries = (
-        previous is not None
-        and previous.snapshot_id == snapshot.pk
-        and previous.lines_count == len(result.columns.entry_id)
-    )
-    old_totals: list[int] = []
-    old: dict[str, int] = {}
-    if previous is not None and same_entries:
-        old_totals = list(previous.lines.order_by("position").values_list("total_cents", flat=True))
-    elif previous is not None:
-        lines = previous.lines.order_by().values_list("entry_id", "total_cents")
-        old = dict(lines.iterator(chunk_size=5000))
 
     def figures_and_fingerprint() -> tuple[dict[str, Any], str]:
         # Pure computation, run while PostgreSQL builds the lines' indexes (refunds_admin/db/).

@@ -83,21 +83,24 @@ def test_it_writes_each_proposal_into_its_own_indexed_partition_and_swaps_it_on_
     its own, and the superseded version keeps its lines, never two partitions for one proposal."""
     proposal = draft_proposal(support)
     names, counts, parent_indexes = _partitions("proposals_payoutline", proposal.pk)
-    # The parent's primary key and two unique constraints, plus the partition's own lookup and
-    # sort indexes (LINE_PARTITION_INDEXES).
-    assert parent_indexes == 3 and len(LINE_PARTITION_INDEXES) == 3
-    assert len(names) == 1 and counts == [6]
+    # The parent's two keys, (proposal, position) its primary key and (proposal, entry_id),
+    # plus the partition's own sort indexes (LINE_PARTITION_INDEXES); no index on `id`.
+    assert parent_indexes == 2 and len(LINE_PARTITION_INDEXES) == 3
+    assert len(names) == 1 and counts == [5]
     first = list(proposal.lines.order_by("position").values_list("entry_id", "total_cents"))
 
     again = proposals.prepare_proposal(proposal.incident, acting_user=support)
     new_names, counts, _ = _partitions("proposals_payoutline", again.pk)
     assert again.pk != proposal.pk and len(new_names) == 1 and new_names != names
-    assert counts == [6]
-    assert _partitions("proposals_payoutline", proposal.pk)[:2] == (names, [6])
+    assert counts == [5]
+    assert _partitions("proposals_payoutline", proposal.pk)[:2] == (names, [5])
     assert list(again.lines.order_by("position").values_list("entry_id", "total_cents")) == first
-    # The partition's unique constraints hold like the table's.
+    # The partition's keys hold like the table's: one line per position, one per entry.
     with pytest.raises(IntegrityError), transaction.atomic():
         PayoutLine.objects.filter(proposal=again, position=1).update(position=0)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        entry_id = again.lines.get(position=0).entry_id
+        PayoutLine.objects.filter(proposal=again, position=1).update(entry_id=entry_id)
 
     entries, counts, parent_indexes = _partitions("tournaments_entry", again.snapshot_id)
     assert len(entries) == 1 and counts == [parent_indexes]

@@ -8,7 +8,13 @@ import threading
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from refunds_admin.db import copy_into_partition, credit_key, key_part, partition_bound
+from refunds_admin.db import (
+    copy_into_partition,
+    credit_key,
+    fetch_beside,
+    key_part,
+    partition_bound,
+)
 from refunds_admin.db import partitions as partitions_module
 from refunds_admin.db.keys import UNRESERVED, credit_key_sql, key_part_sql
 from refunds_admin.tournaments.models import Entry
@@ -121,3 +127,37 @@ def test_both_failing_leaves_the_connection_usable(support, slow_indexes):
     with pytest.raises(DatabaseError, match="already has its entries"):
         _fill(snapshot, meanwhile=lambda: "ok")
     assert _index_threads() == [] and _state(snapshot) == before
+
+
+def _fetch_threads():
+    return [t for t in threading.enumerate() if t.name == "fetch-beside"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_read_beside_python_come_from_the_callers_transaction(support):
+    """The second thread's query sees what the caller's transaction wrote and has not committed
+    (the previous version's lines, read while the engine computes the next one)."""
+    with transaction.atomic():
+        snapshot = import_doc(support)
+        sql = "SELECT entry_id FROM tournaments_entry WHERE snapshot_id = %s ORDER BY position"
+        rows, result = fetch_beside(sql, [snapshot.pk], lambda: "computed")
+        expected = list(
+            Entry.objects.filter(snapshot=snapshot).order_by("position").values_list("entry_id")
+        )
+    assert result == "computed" and rows == expected and len(rows) > 1
+    assert _fetch_threads() == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres
+def test_a_failure_on_either_side_of_a_read_beside_reaches_the_caller(support):
+    snapshot = import_doc(support)
+    ran = []
+    with pytest.raises(DatabaseError, match="no_such_column"), transaction.atomic():
+        fetch_beside("SELECT no_such_column FROM tournaments_entry", [], lambda: ran.append(1))
+    assert ran == [1] and _fetch_threads() == []
+    with pytest.raises(ValueError, match="fingerprint"), transaction.atomic():
+        fetch_beside("SELECT pg_sleep(0.2)", [], _failing_fingerprint)
+    assert _fetch_threads() == []
+    # The connection goes on.
+    assert Entry.objects.filter(snapshot=snapshot).count() > 1

@@ -192,6 +192,28 @@ def test_it_refuses_approval_quoting_another_fingerprint(submitted, manager):
     )
 
 
+def test_prepared_again_after_a_re_import_it_compares_the_entries_by_entry_id(incident, support):
+    """The previous version's lines are read beside the engine's computation (db.fetch_beside);
+    from another snapshot version they are matched by entry id, as `figures.changes` does."""
+    first = services.prepare_proposal(incident, acting_user=support)
+    starts_at = incident.tournament.starts_at
+    import_doc(
+        support, snapshot_doc(starts_at=starts_at, active_chips=[40_000, 30_000, 20_001, 9_999])
+    )
+    again = services.prepare_proposal(incident, acting_user=support)
+
+    assert again.snapshot_id != first.snapshot_id
+    first_totals = dict(first.lines.values_list("entry_id", "total_cents"))
+    again_lines = list(again.lines.order_by("position").values_list("entry_id", "total_cents"))
+    columns = SimpleNamespace(
+        entry_id=[e for e, _ in again_lines], total=[t for _, t in again_lines]
+    )
+    changes = again.figures["changes"]
+    expected = figures.changes(first_totals, columns)
+    assert {k: changes[k] for k in expected} == expected
+    assert changes["previous_version"] == 1 and changes["changed"] > 0
+
+
 def test_it_refuses_approving_a_draft(incident, support, manager):
     proposal = services.prepare_proposal(incident, acting_user=support)
     with pytest.raises(Refused, match="not submitted"):
