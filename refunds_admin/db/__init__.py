@@ -11,7 +11,7 @@ The collector is paused by the engine's one `paused_gc` (refunds_admin.payouts).
 behind each of these are in docs/performance.md, not in comments.
 """
 
-from .copy import Same, copy_binary, insert_columns, insert_rows, rows_of
+from .copy import Same, copy_binary, insert_columns, insert_rows, rows_of, update_binary
 from .ddl import postgres_only, statement_level_foreign_key
 from .keys import credit_key, credit_key_sql, key_part, key_part_sql, parse_credit_key
 from .partitions import copy_into_partition, partition_bound, partition_table
@@ -32,4 +32,5 @@ __all__ = [
     "postgres_only",
     "rows_of",
     "statement_level_foreign_key",
+    "update_binary",
 ]
