@@ -127,7 +127,7 @@ def main():
                 for what in ("import", "prepare", "prepare again"):
                     steps.clear()
                     if what == "import":
-                        snapshot = timed(what, lambda raw=raw: _profiled(
+                        snapshot = timed(what, lambda raw=raw, what=what: _profiled(
                             what, incidents.import_snapshot, raw,
                             acting_user=users["bench_support"], source="cli"))  # fmt: skip
                         t = snapshot.tournament

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from itertools import islice, repeat
 
 from django.db import connection
+from psycopg import Cursor
 
 # psycopg's row formatter (C), which its write_row calls; psycopg is pinned in requirements.lock,
 # and tests/services/test_copy_rows.py checks what comes back out.
 from psycopg._copy_base import format_row_binary
-from psycopg import Cursor
 from psycopg.copy import QueuedLibpqWriter
 
 from refunds_admin.payouts import paused_gc
