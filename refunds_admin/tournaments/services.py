@@ -302,7 +302,6 @@ ENTRY_COLUMNS_IN_DB = (
     "fee_paid_cents",
     "finish_place",
     "prize_awarded_cents",
-    "email",
 )
 # The columns of each format, written only for a snapshot that uses it: the others keep their
 # database defaults (0, or empty), so a plain snapshot's COPY carries what it always did.
@@ -356,15 +355,18 @@ def _insert_entries(
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
     message is position 4. Returns `meanwhile()`, run while PostgreSQL indexes them.
 
-    The columns of the formats a snapshot does not use (`formats`, see formats_of) are not
-    written: they keep their database defaults, and a plain snapshot costs what it always did."""
+    The columns of the formats a snapshot does not use (`formats`, see formats_of), and the
+    e-mail column when no entry gives one, are not written: they keep their database defaults,
+    and a plain snapshot costs what it always did."""
     c = columns
     names = list(ENTRY_COLUMNS_IN_DB)
     data = [
         Same(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
-        list(map(_email_of(emails or {}), c.entry_id)) if emails else Same(""),
     ]  # fmt: skip
+    if emails:  # most snapshots give none: the column keeps its default, ""
+        names.append("email")
+        data.append(list(map(_email_of(emails), c.entry_id)))
     if REBUYS in formats:
         names += FORMAT_COLUMNS_IN_DB[REBUYS]
         data += [c.rebuys_paid, c.rebuy_fees_paid]
