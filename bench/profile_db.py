@@ -7,7 +7,7 @@ them): wall seconds, CPU seconds of this process and of its PostgreSQL backend (
 each index statement and the ANALYZE of the new partition. The statements are run one after
 the other here, and `meanwhile` (the Python work that normally overlaps them) after them, so
 that each is timed alone; the totals are therefore a little longer than in bench_limits. Parallel index workers' CPU is not in the backend's.
-BENCH_CPROFILE=N also prints the N top functions of cProfile for each prepare (by cumulative
+BENCH_CPROFILE=N also prints the N top functions of cProfile for each import and prepare (by cumulative
 time; BENCH_CPROFILE_SORT=tottime by their own). Runs in a throwaway test database, as
 bench_limits does.
 """
@@ -127,8 +127,9 @@ def main():
                 for what in ("import", "prepare", "prepare again"):
                     steps.clear()
                     if what == "import":
-                        snapshot = timed(what, lambda raw=raw: incidents.import_snapshot(
-                            raw, acting_user=users["bench_support"], source="cli"))  # fmt: skip
+                        snapshot = timed(what, lambda raw=raw, what=what: _profiled(
+                            what, incidents.import_snapshot, raw,
+                            acting_user=users["bench_support"], source="cli"))  # fmt: skip
                         t = snapshot.tournament
                         incident = incidents.record_incident(
                             t, failed_at=t.starts_at + timedelta(hours=3, minutes=14),

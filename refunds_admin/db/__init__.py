@@ -13,7 +13,7 @@ behind each of these are in docs/performance.md, not in comments.
 """
 
 from .beside import fetch_beside
-from .copy import Same, copy_binary, insert_columns, insert_rows, rows_of
+from .copy import Same, copy_binary, insert_columns, insert_rows, rows_of, update_binary
 from .ddl import postgres_only, statement_level_foreign_key
 from .keys import credit_key, credit_key_sql, key_part, key_part_sql, parse_credit_key
 from .partitions import copy_into_partition, partition_bound, partition_table
@@ -35,4 +35,5 @@ __all__ = [
     "postgres_only",
     "rows_of",
     "statement_level_foreign_key",
+    "update_binary",
 ]

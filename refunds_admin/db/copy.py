@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from itertools import islice, repeat
 
 from django.db import connection
+from psycopg import Cursor
 
 # psycopg's row formatter (C), which its write_row calls; psycopg is pinned in requirements.lock,
 # and tests/services/test_copy_rows.py checks what comes back out.
@@ -121,3 +122,29 @@ def _write_binary_rows(copy, rows):
             break
         copy.write(block)
     copy.write(_TRAILER)
+
+
+def update_binary(model, pk, values):
+    """`UPDATE` the binary columns `values` ({attname: bytes or None}) of `model`'s row `pk`,
+    inside the caller's transaction; sent in binary on PostgreSQL.
+
+    Django's PostgreSQL cursor binds parameters on the client, so a bytes value travels as a
+    hex literal twice its size, which psycopg writes and PostgreSQL decodes again: a snapshot's
+    1.7 MB document and 1.2 MB compact form were tens of milliseconds of the import
+    (docs/performance.md, "Issue 25: the import, Python and PostgreSQL at once").
+    """
+    if connection.vendor != "postgresql":
+        model.objects.filter(pk=pk).update(**values)
+        return
+    qn = connection.ops.quote_name
+    names = list(values)
+    statement = (
+        f"UPDATE {qn(model._meta.db_table)} SET "
+        + ", ".join(f"{qn(name)} = %b" for name in names)
+        + f" WHERE {qn(model._meta.pk.column)} = %s"
+    )
+    connection.ensure_connection()
+    # A server-binding cursor of the same connection (and so of the same transaction): only it
+    # sends parameters in binary.
+    with connection.wrap_database_errors, Cursor(connection.connection) as cursor:
+        cursor.execute(statement, [*(values[name] for name in names), pk])

@@ -26,7 +26,7 @@ from refunds_admin import payouts as engine
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
-from refunds_admin.db import Same, copy_into_partition, insert_columns
+from refunds_admin.db import Same, copy_into_partition, insert_columns, update_binary
 from refunds_admin.errors import Refused, required_text
 from refunds_admin.payouts import SnapshotError, parse_snapshot, paused_gc, stored
 from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, EntryColumns
@@ -147,7 +147,9 @@ def _import_snapshot(
     with ThreadPoolExecutor(max_workers=1) as other_core:
         # zlib and SHA-256 let go of the interpreter while they work: the document is compressed
         # and hashed on the other core while this one validates it.
-        stored_form = other_core.submit(_compressed_and_hashed, text)
+        # The bytes as received when there are (the same as the text's UTF-8): no copy to encode.
+        data = bytes(raw) if isinstance(raw, (bytes, bytearray, memoryview)) else text
+        stored_form = other_core.submit(_compressed_and_hashed, data)
         try:
             # tournament.policy must name a policy the app knows (refused naming the field).
             parsed = parse_snapshot(text, known_policies=policies.known_policy_ids())
@@ -159,9 +161,10 @@ def _import_snapshot(
     return _store(parsed, document_zlib, sha256, acting_user=acting_user, source=source)
 
 
-def _compressed_and_hashed(text: str) -> tuple[bytes, str]:
-    """The document as stored (zlib, fastest level: docs/performance.md) and its SHA-256."""
-    data = text.encode("utf-8")
+def _compressed_and_hashed(document: str | bytes) -> tuple[bytes, str]:
+    """The document (text, or its UTF-8) as stored (zlib, fastest level: docs/performance.md)
+    and its SHA-256."""
+    data = document.encode("utf-8") if isinstance(document, str) else document
     return zlib.compress(data, 1), hashlib.sha256(data).hexdigest()
 
 
@@ -222,7 +225,8 @@ def _store(
     snapshot = Snapshot.objects.create(
         tournament=tournament,
         version=version,
-        document_zlib=document_zlib,
+        # Written with the compact form at the end, in binary (db.update_binary).
+        document_zlib=b"",
         sha256=sha256,
         source=source,
         formats=formats,
@@ -255,7 +259,10 @@ def _store(
         formats=formats,
         meanwhile=lambda: stored.dump(parsed),
     )
-    Snapshot.objects.filter(pk=snapshot.pk).update(parsed=snapshot.parsed)
+    snapshot.document_zlib = document_zlib
+    update_binary(
+        Snapshot, snapshot.pk, {"document_zlib": document_zlib, "parsed": snapshot.parsed}
+    )
     tournament.current_snapshot = snapshot
     tournament.save()
     # The rule preview and the proposal that usually follow need the parsed snapshot: keep it.
@@ -295,7 +302,6 @@ ENTRY_COLUMNS_IN_DB = (
     "fee_paid_cents",
     "finish_place",
     "prize_awarded_cents",
-    "email",
 )
 # The columns of each format, written only for a snapshot that uses it: the others keep their
 # database defaults (0, or empty), so a plain snapshot's COPY carries what it always did.
@@ -349,15 +355,18 @@ def _insert_entries(
     `position` is the index in the document's `entries` array, so row `entries[4]` of an error
     message is position 4. Returns `meanwhile()`, run while PostgreSQL indexes them.
 
-    The columns of the formats a snapshot does not use (`formats`, see formats_of) are not
-    written: they keep their database defaults, and a plain snapshot costs what it always did."""
+    The columns of the formats a snapshot does not use (`formats`, see formats_of), and the
+    e-mail column when no entry gives one, are not written: they keep their database defaults,
+    and a plain snapshot costs what it always did."""
     c = columns
     names = list(ENTRY_COLUMNS_IN_DB)
     data = [
         Same(snapshot.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
         c.buy_in_paid, c.fee_paid, c.finish_place, c.prize_awarded,
-        list(map(_email_of(emails or {}), c.entry_id)) if emails else Same(""),
     ]  # fmt: skip
+    if emails:  # most snapshots give none: the column keeps its default, ""
+        names.append("email")
+        data.append(list(map(_email_of(emails), c.entry_id)))
     if REBUYS in formats:
         names += FORMAT_COLUMNS_IN_DB[REBUYS]
         data += [c.rebuys_paid, c.rebuy_fees_paid]

@@ -358,3 +358,18 @@ def test_it_keeps_the_optional_email_of_csv_and_json_entries(support):
         "e2": "King@Example.test"
     }
     assert json.loads(snapshot.document)["entries"][1]["email"] == "King@Example.test"
+
+
+def test_entries_without_an_email_read_as_empty_whether_or_not_another_entry_gives_one(support):
+    # Without any e-mail the column is left to its database default; with one, every entry is
+    # written. Either way an entry without one reads "", which the e-mail search leaves out.
+    plain = import_csv(ENTRIES_CSV.encode(), PRIZES_CSV, csv_fields(), acting_user=support)
+    assert set(plain.entries.values_list("email", flat=True)) == {""}
+    entries = ENTRIES_CSV.replace("prize_awarded\n", "prize_awarded,email\n", 1).replace(
+        "e2,p2,king,active,30000,,,,\n", "e2,p2,king,active,30000,,,,,k@example.test\n"
+    )
+    fields = csv_fields(external_id="T-EMAIL-2")
+    mixed = import_csv(entries.encode(), PRIZES_CSV, fields, acting_user=support)
+    emails = dict(mixed.entries.values_list("entry_id", "email"))
+    assert emails.pop("e2") == "k@example.test"
+    assert emails and set(emails.values()) == {""}
