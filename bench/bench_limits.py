@@ -267,6 +267,21 @@ def _line_rows(entries):
                900, 23245, False)  # fmt: skip
 
 
+def _checkpoint():
+    """Flush PostgreSQL's dirty pages now, before a run's floors and steps, so that a checkpoint
+    started by the WAL of earlier runs (every ~540 MB of it with max_wal_size = 1 GB, about ten
+    imports or prepares of 100k) does not fall into this run's timings: a prepare took 0.86-1.38
+    s during one against 0.50-0.62 s outside (docs/performance.md). Needs a superuser or the
+    pg_checkpoint role; without it the run goes on as before."""
+    from django.db import DatabaseError, connection, transaction
+
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("CHECKPOINT")
+    except DatabaseError:
+        pass
+
+
 def _one_workflow(kind, active, run, users, post):
     """Import, prepare, prepare again, approve + post one fresh tournament; seconds per step and
     the floors of the same run."""
@@ -284,6 +299,7 @@ def _one_workflow(kind, active, run, users, post):
     lines = len(doc["entries"])
     del doc
     t, c = {}, {}  # wall and CPU seconds
+    _checkpoint()
     t["floor_import"], c["floor_import"] = _copy_floor(
         raw, Entry._meta.db_table, _ENTRY_COLUMNS, _entry_rows, loads=json.loads
     )
