@@ -84,16 +84,17 @@ def test_it_writes_each_proposal_into_its_own_indexed_partition_and_swaps_it_on_
     proposal = draft_proposal(support)
     names, counts, parent_indexes = _partitions("proposals_payoutline", proposal.pk)
     # The parent's two keys, (proposal, position) its primary key and (proposal, entry_id),
-    # plus the partition's own sort indexes (LINE_PARTITION_INDEXES); no index on `id`.
-    assert parent_indexes == 2 and len(LINE_PARTITION_INDEXES) == 3
-    assert len(names) == 1 and counts == [5]
+    # plus the partition's own sort and filter indexes (LINE_PARTITION_INDEXES); no index on
+    # `id`.
+    assert parent_indexes == 2 and len(LINE_PARTITION_INDEXES) == 4
+    assert len(names) == 1 and counts == [6]
     first = list(proposal.lines.order_by("position").values_list("entry_id", "total_cents"))
 
     again = proposals.prepare_proposal(proposal.incident, acting_user=support)
     new_names, counts, _ = _partitions("proposals_payoutline", again.pk)
     assert again.pk != proposal.pk and len(new_names) == 1 and new_names != names
-    assert counts == [5]
-    assert _partitions("proposals_payoutline", proposal.pk)[:2] == (names, [5])
+    assert counts == [6]
+    assert _partitions("proposals_payoutline", proposal.pk)[:2] == (names, [6])
     assert list(again.lines.order_by("position").values_list("entry_id", "total_cents")) == first
     # The partition's keys hold like the table's: one line per position, one per entry.
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -121,6 +122,22 @@ def test_the_breakdown_pages_read_their_partitions_indexes_not_every_line(suppor
             plan = _plan(cursor, qs)
             assert "Index Scan" in plan and "Sort" not in plan, (what, plan)
             assert " on proposals_payoutline_p" in plan, (what, plan)
+
+
+def test_the_eliminated_lines_are_read_from_their_own_index(support):
+    """ "Eliminated only" after a line: PostgreSQL reads the eliminated lines from their own
+    partial index, not every line after that one in position order (the actives, usually all of
+    them, come before the first eliminated line: such a page grew with the proposal)."""
+    proposal = draft_proposal(support)
+    eliminated = proposal_lines(proposal, show="eliminated")
+    assert set(eliminated.values_list("status", flat=True)) == {"eliminated"}
+    page = eliminated.filter(position__gt=1).order_by("position")[:51]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        plan = _plan(cursor, page)
+    assert "Index Scan" in plan and "Sort" not in plan, plan
+    # The index holds the eliminated lines only: no line is read to check its status.
+    assert "eliminated" not in plan, plan
 
 
 def _plan(cursor, qs):
