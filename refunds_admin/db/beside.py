@@ -20,13 +20,9 @@ def fetch_beside(
     """All rows of `sql` (run in the caller's transaction) and `work()`'s result.
 
     On PostgreSQL the query runs from a second thread while this one runs `work` (pure Python:
-    it must not use the database), as `partitions._execute_meanwhile` runs the index builds:
-    psycopg releases the interpreter while it waits and converts the rows in C, and its
-    connection lock keeps the two threads apart. This thread always waits for the second before
-    returning or raising, so the connection is never used by both afterwards; an error in either
-    reaches the caller (a psycopg error from the query, made Django's here), whose transaction
-    rolls back. The query bypasses Django's cursor wrappers (query logging). Elsewhere (SQLite)
-    the query runs first, then `work`.
+    it must not use the database), by `run_beside`, as the index builds of a partition run:
+    psycopg converts the rows in C meanwhile. The query bypasses Django's cursor wrappers (query
+    logging). Elsewhere (SQLite) the query runs first, then `work`.
     """
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
@@ -35,22 +31,34 @@ def fetch_beside(
         return rows, work()
     connection.ensure_connection()
     pg = connection.connection  # the psycopg connection under Django's wrapper
-    fetched: list[list[tuple[Any, ...]]] = []
+    with connection.wrap_database_errors:  # a psycopg error from the query becomes Django's
+        return run_beside(lambda: pg.execute(sql, params).fetchall(), work)
+
+
+def run_beside(database_work: Callable[[], Any], work: Callable[[], _T]) -> tuple[Any, _T]:
+    """`database_work()` from a second thread while this one runs `work()`; both results.
+
+    `database_work` uses the psycopg connection under Django's (in the caller's transaction);
+    `work` must not use the database. psycopg releases the interpreter while it waits, and its
+    connection lock keeps the two threads apart. This thread always waits for the second before
+    returning or raising, so the connection is never used by both afterwards; an error in
+    either reaches the caller (a psycopg error as it is: the caller makes it Django's), whose
+    transaction rolls back."""
+    done: list[Any] = []
     failed: list[BaseException] = []
 
-    def fetch() -> None:
+    def in_second_thread() -> None:
         try:
-            fetched.append(pg.execute(sql, params).fetchall())
+            done.append(database_work())
         except BaseException as exc:  # re-raised in the caller's thread, below
             failed.append(exc)
 
-    thread = threading.Thread(target=fetch, name="fetch-beside")
+    thread = threading.Thread(target=in_second_thread, name="database-beside")
     thread.start()
     try:
         result = work()
     finally:
         thread.join()
     if failed:
-        with connection.wrap_database_errors:
-            raise failed[0]
-    return fetched[0], result
+        raise failed[0]
+    return done[0], result

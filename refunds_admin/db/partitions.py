@@ -12,12 +12,12 @@ instead of deleting 100k index entries one by one.
 
 import re
 import secrets
-import threading
 
 from django.db import connection
 
 from refunds_admin.payouts import paused_gc
 
+from .beside import run_beside
 from .copy import copy_binary
 
 _INDEX_DEF = re.compile(r"^CREATE (UNIQUE )?INDEX \S+ ON ONLY \S+ (USING .*)$")
@@ -100,24 +100,13 @@ def _execute_meanwhile(statements, meanwhile):
                 cursor.execute(sql)
         return None
     pg = connection.connection  # the psycopg connection under Django's wrapper
-    failed: list[BaseException] = []
 
     def build() -> None:
-        try:
-            for sql in statements:
-                pg.execute(sql)
-        except BaseException as exc:  # re-raised in the caller's thread, below
-            failed.append(exc)
+        for sql in statements:
+            pg.execute(sql)
 
-    thread = threading.Thread(target=build, name="partition-indexes")
-    thread.start()
-    try:
-        result = meanwhile()
-    finally:
-        thread.join()
-    if failed:
-        raise failed[0]  # a psycopg error: the caller's wrap_database_errors makes it Django's
-    return result
+    # A psycopg error is raised as it is: the caller's wrap_database_errors makes it Django's.
+    return run_beside(build, meanwhile)[1]
 
 
 def _indexes_like(cursor, parent, part):

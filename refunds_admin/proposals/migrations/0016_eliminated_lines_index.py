@@ -12,31 +12,29 @@ SPEC = "(position) WHERE status = 'eliminated'"
 NUMBER = 3
 
 
-def forward(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
+def _partitions(schema_editor):
+    """The names of the lines' partitions (not the default one, which holds no proposal)."""
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
             "WHERE i.inhparent = 'proposals_payoutline'::regclass "
             "AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT' ORDER BY c.relname"
         )
-        partitions = [name for (name,) in cursor.fetchall()]
-    for part in partitions:
-        schema_editor.execute(f'CREATE INDEX IF NOT EXISTS "{part}_local{NUMBER}" ON "{part}" {SPEC}')
+        return [name for (name,) in cursor.fetchall()]
+
+
+def forward(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        for part in _partitions(schema_editor):
+            schema_editor.execute(
+                f'CREATE INDEX IF NOT EXISTS "{part}_local{NUMBER}" ON "{part}" {SPEC}'
+            )
 
 
 def backward(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-            "WHERE i.inhparent = 'proposals_payoutline'::regclass"
-        )
-        partitions = [name for (name,) in cursor.fetchall()]
-    for part in partitions:
-        schema_editor.execute(f'DROP INDEX IF EXISTS "{part}_local{NUMBER}"')
+    if schema_editor.connection.vendor == "postgresql":
+        for part in _partitions(schema_editor):
+            schema_editor.execute(f'DROP INDEX IF EXISTS "{part}_local{NUMBER}"')
 
 
 class Migration(migrations.Migration):
