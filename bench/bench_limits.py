@@ -269,10 +269,10 @@ def _line_rows(entries):
 
 def _checkpoint():
     """Flush PostgreSQL's dirty pages now, before a run's floors and steps, so that a checkpoint
-    started by the WAL of earlier runs (every ~540 MB of it with max_wal_size = 1 GB, about ten
-    imports or prepares of 100k) does not fall into this run's timings: a prepare took 0.86-1.38
-    s during one against 0.50-0.62 s outside (docs/performance.md). Needs a superuser or the
-    pg_checkpoint role; without it the run goes on as before."""
+    started by the WAL of earlier runs does not fall into this run's timings (a prepare takes
+    markedly longer during one: docs/performance.md, "Issue 25: prepare, Python and PostgreSQL
+    at once"). Needs a superuser or the pg_checkpoint role; without it the run goes on as
+    before."""
     from django.db import DatabaseError, connection, transaction
 
     try:

@@ -13,6 +13,9 @@ from django.db import connection
 
 _T = TypeVar("_T")
 
+# The second thread's name, so that a test can check none is left running.
+THREAD_NAME = "database-beside"
+
 
 def fetch_beside(
     sql: str, params: Sequence[Any], work: Callable[[], _T]
@@ -53,7 +56,7 @@ def run_beside(database_work: Callable[[], Any], work: Callable[[], _T]) -> tupl
         except BaseException as exc:  # re-raised in the caller's thread, below
             failed.append(exc)
 
-    thread = threading.Thread(target=in_second_thread, name="database-beside")
+    thread = threading.Thread(target=in_second_thread, name=THREAD_NAME)
     thread.start()
     try:
         result = work()

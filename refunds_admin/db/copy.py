@@ -129,8 +129,8 @@ def update_binary(model, pk, values):
     inside the caller's transaction; sent in binary on PostgreSQL.
 
     Django's PostgreSQL cursor binds parameters on the client, so a bytes value travels as a
-    hex literal twice its size, which psycopg writes and PostgreSQL decodes again: a snapshot's
-    1.7 MB document and 1.2 MB compact form were tens of milliseconds of the import
+    hex literal twice its size, which psycopg writes and PostgreSQL decodes again: for a
+    snapshot's compressed document and compact form, a measurable part of the import
     (docs/performance.md, "Issue 25: the import, Python and PostgreSQL at once").
     """
     if connection.vendor != "postgresql":

@@ -1377,8 +1377,8 @@ def _bulk_entries(
     return columns, colons
 
 
-# Entries read at a time by _read_fields: a block and its values (about 1 MB for a knockout's
-# entries) stay in the CPU's cache while each of their fields is read.
+# Entries read at a time by _read_fields: a block and its values stay in the CPU's cache while
+# each of their fields is read (docs/performance.md, "Issue 25: the knockout's engine row").
 _BLOCK = 1024
 
 
@@ -1393,8 +1393,8 @@ def _read_fields(
     Read a block of entries at a time, every field of the block before the next block: 100k
     parsed entries and their values take more memory than the CPU's caches hold, and read one
     field at a time over the whole list, each field would fetch every entry from memory again (a
-    knockout's entries, bigger and with their payments between them, cost four times as much to
-    fetch as plain ones)."""
+    knockout's entries, bigger and with their payments between them, cost several times as much
+    to fetch as plain ones)."""
     columns: dict[str, list[Any]] = {key: [] for key in fields}
     for start in range(0, len(raw), _BLOCK):
         entries = raw[start : start + _BLOCK]
@@ -1462,7 +1462,9 @@ def _bulk_payments(
     are in the CPU's cache (see _read_fields). `read`: the entries' paid_with, _MISSING where an
     entry gives none; `paid`: the columns whose sum each entry's payments must equal exactly."""
     column: list[tuple[Payment, ...] | None] = [None] * len(read)
-    cents = _Cents(None)  # a missing amount reads None: not an amount
+    # A payment without an amount reads None (_read_fields' default), which _Cents refuses as
+    # not an amount text.
+    cents = _Cents(None)
     tickets: list[Any] = []
     colons = 0
     for start in range(0, len(read), _BLOCK):
@@ -1513,7 +1515,11 @@ def _payments_block(
     # Each method's object holds exactly its keys: method and amount, and a ticket's id (an
     # unknown method reads None and never equals a key count).
     key_counts = list(map(len, items))
-    if list(map(_ITEM_KEYS.get, methods)) != key_counts:
+    try:
+        expected_counts = list(map(_ITEM_KEYS.get, methods))
+    except TypeError:
+        return None  # a method that is a list or an object: the entry-by-entry check names it
+    if expected_counts != key_counts:
         return None
     tickets += compress(ticket_ids, map(eq, methods, repeat(TICKET, count)))
     # Each entry's payments add up to what it paid: the sums of consecutive runs of the

@@ -327,8 +327,8 @@ LINE_PARTITION_INDEXES = (
     "(position) WHERE capped",
     # "Eliminated only", in position order: without it PostgreSQL walks the position key and
     # skips every active line before the first eliminated one (usually all of them: they come
-    # first), a page that grew with the proposal (13 ms at 250k lines). Partial, so the active
-    # lines add nothing to it.
+    # first), a page that grew with the proposal (docs/performance.md, "the lead's reruns on
+    # this evening's merged tree"). Partial, so the active lines add nothing to it.
     "(position) WHERE status = 'eliminated'",
 )
 

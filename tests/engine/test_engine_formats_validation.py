@@ -219,6 +219,8 @@ def test_paid_with_must_add_up_to_everything_the_entry_paid():
     "payments, field",
     [
         ([{"method": "voucher", "amount": "33.00"}], "entries[1] (e2).paid_with[0].method"),
+        ([{"method": ["cash"], "amount": "33.00"}], "entries[1] (e2).paid_with[0].method"),
+        ([{"method": {"cash": 1}, "amount": "33.00"}], "entries[1] (e2).paid_with[0].method"),
         ([{"amount": "33.00"}], "entries[1] (e2).paid_with[0].method"),
         ([{"method": "cash"}], "entries[1] (e2).paid_with[0].amount"),
         ([{"method": "cash", "amount": 33}], "entries[1] (e2).paid_with[0].amount"),

@@ -9,6 +9,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from refunds_admin.db import (
+    beside,
     copy_into_partition,
     credit_key,
     fetch_beside,
@@ -70,8 +71,9 @@ def _failing_fingerprint():
     raise ValueError("the fingerprint failed")
 
 
-def _index_threads():
-    return [t for t in threading.enumerate() if t.name == "partition-indexes"]
+def _beside_threads():
+    """The threads still running database work beside Python (db.beside.run_beside)."""
+    return [t for t in threading.enumerate() if t.name == beside.THREAD_NAME]
 
 
 @pytest.fixture
@@ -92,7 +94,7 @@ def test_a_failure_in_python_while_the_indexes_build_saves_nothing(support, slow
     before = _state(snapshot)
     with pytest.raises(ValueError, match="fingerprint"):
         _fill(snapshot, meanwhile=_failing_fingerprint)
-    assert _index_threads() == []  # the second thread was waited for
+    assert _beside_threads() == []  # the second thread was waited for
     assert _state(snapshot) == before  # the old partition and its rows, as they were
 
 
@@ -109,7 +111,7 @@ def test_a_failure_in_the_index_thread_reaches_the_caller_and_saves_nothing(supp
 
     with pytest.raises(DatabaseError, match="no_such_column"):
         _fill(snapshot, meanwhile=meanwhile, local_indexes=["(no_such_column)"])
-    assert ran == [True] and _index_threads() == []
+    assert ran == [True] and _beside_threads() == []
     assert _state(snapshot) == before
 
 
@@ -120,17 +122,13 @@ def test_both_failing_leaves_the_connection_usable(support, slow_indexes):
     before = _state(snapshot)
     with pytest.raises(ValueError, match="fingerprint"):
         _fill(snapshot, meanwhile=_failing_fingerprint, local_indexes=["(no_such_column)"])
-    assert _index_threads() == [] and _state(snapshot) == before
+    assert _beside_threads() == [] and _state(snapshot) == before
     # And the same connection goes on: the next fill runs to its end, where the tables' owner
     # refuses to replace entries a snapshot already has (they are written once), and nothing of
     # it is saved either.
     with pytest.raises(DatabaseError, match="already has its entries"):
         _fill(snapshot, meanwhile=lambda: "ok")
-    assert _index_threads() == [] and _state(snapshot) == before
-
-
-def _fetch_threads():
-    return [t for t in threading.enumerate() if t.name == "fetch-beside"]
+    assert _beside_threads() == [] and _state(snapshot) == before
 
 
 @pytest.mark.django_db(transaction=True)
@@ -145,7 +143,7 @@ def test_rows_read_beside_python_come_from_the_callers_transaction(support):
             Entry.objects.filter(snapshot=snapshot).order_by("position").values_list("entry_id")
         )
     assert result == "computed" and rows == expected and len(rows) > 1
-    assert _fetch_threads() == []
+    assert _beside_threads() == []
 
 
 @pytest.mark.django_db(transaction=True)
@@ -155,9 +153,9 @@ def test_a_failure_on_either_side_of_a_read_beside_reaches_the_caller(support):
     ran = []
     with pytest.raises(DatabaseError, match="no_such_column"), transaction.atomic():
         fetch_beside("SELECT no_such_column FROM tournaments_entry", [], lambda: ran.append(1))
-    assert ran == [1] and _fetch_threads() == []
+    assert ran == [1] and _beside_threads() == []
     with pytest.raises(ValueError, match="fingerprint"), transaction.atomic():
         fetch_beside("SELECT pg_sleep(0.2)", [], _failing_fingerprint)
-    assert _fetch_threads() == []
+    assert _beside_threads() == []
     # The connection goes on.
     assert Entry.objects.filter(snapshot=snapshot).count() > 1

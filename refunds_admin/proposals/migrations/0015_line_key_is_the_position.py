@@ -2,10 +2,14 @@
 `line_position_unique` becomes the table's primary key, and the primary key (proposal, id) goes.
 
 Both said the same thing (one row per line of a proposal), and each is an index built on every
-partition after its COPY: the (proposal, id) one was a fifth of a prepare's index builds
-(docs/performance.md, "Issue 25: prepare, Python and PostgreSQL at once"). `id` stays, Django's
-handle on a line, filled by its sequence (no writer names it: the COPY leaves it to the
-default), so it stays unique without an index of its own. SQLite keeps its tables as they are.
+partition after its COPY (docs/performance.md, "Issue 25: prepare, Python and PostgreSQL at
+once"). `id` stays, Django's handle on a line, filled by its sequence (no writer names it: the
+COPY leaves it to the default), so it is unique by construction, no longer enforced by an
+index; a lookup by id alone (the read-only admin's line page) reads every partition, as it did
+before (the old key began with proposal_id). SQLite keeps its tables as they are.
+
+Adding the primary key builds a unique index on every existing partition while the lines table
+is locked: run it when staff are not working in the app.
 """
 
 from django.db import migrations
