@@ -157,17 +157,28 @@ def test_a_healthy_worker_whose_clock_is_10_minutes_slow_is_left_alone(
 
 
 def test_the_sweeper_runs_beside_a_busy_worker_and_queues_a_stalled_run_once_per_period(
-    celery_worker_process, support, settings
+    celery_worker_process, support, settings, request
 ):
     """Every slot of the long jobs' worker is busy: the sweeps still run (their own queue and
     worker), and a stalled run is queued again once per stale period, not at every sweep."""
+    import psycopg
+
     settings.OUTAGE_PREPARE_STALE_AFTER = FAST["OUTAGE_PREPARE_STALE_AFTER"]
-    # Long enough that the only slot stays busy through a sweep, a stale period and a requeue.
-    _, busy = _big_outage(support, "BUSY", n=90)
+    busy_ids, busy = _big_outage(support, "BUSY", n=12)
     _, dead = _big_outage(support, "DEAD", n=2)
     periodic = celery_worker_process.start_periodic(**FAST)
     celery_worker_process.start_beat(**FAST)
     celery_worker_process.start(OUTAGE_PREPARE_PARTS=1, concurrency=1, **FAST)
+    # The only slot stays busy through a sweep, a stale period and a requeue whatever the
+    # machine's speed: another session holds the busy outage's tournaments, so the long run
+    # waits at the next one it prepares (each prepare locks its tournament first), its
+    # heartbeat beating all along, until the lock is let go below.
+    holder = psycopg.connect(worker_database_url())
+    request.addfinalizer(holder.close)  # before the database is emptied, even if a check fails
+    holder.execute(
+        "SELECT id FROM tournaments_tournament WHERE external_id = ANY(%s) FOR UPDATE SKIP LOCKED",
+        [list(busy_ids[1:])],
+    )
     long_run = batches.start_prepare(busy, acting_user=support)
     wait_for(lambda: _run(long_run.pk).state == "running", timeout=60, message="the long run")
     # A run claimed by a worker that died at once, its message acknowledged and lost.
@@ -188,6 +199,9 @@ def test_the_sweeper_runs_beside_a_busy_worker_and_queues_a_stalled_run_once_per
     sweeps = text.count("proposals.sweep_prepare[") // 2  # received + succeeded
     queued = text.count(f"queueing batch prepare run {stalled.pk} again")
     assert sweeps >= 4 and queued <= 2, (sweeps, queued)
+    assert _run(long_run.pk).state == "running" and _run(stalled.pk).state != "done"
+    holder.rollback()  # the busy outage's tournaments let go: the long run goes on, then the other
+    wait_for(lambda: _run(long_run.pk).state == "done", timeout=180, message="the long run")
     wait_for(lambda: _run(stalled.pk).state == "done", timeout=180, message="the stalled run")
     report_timing(
         "batch prepare stalled while every slot is busy",
