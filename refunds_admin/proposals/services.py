@@ -118,14 +118,6 @@ LINE_FIELDS = (
     "refunds",
 )
 _LINE_COLUMNS = ("proposal_id", "position", *LINE_FIELDS[:-3])
-# The previous version's lines for "What changed": its totals in position order (the same
-# snapshot version), or by entry id (another one).
-_PREVIOUS_TOTALS = (
-    "SELECT total_cents FROM proposals_payoutline WHERE proposal_id = %s ORDER BY position"
-)
-_PREVIOUS_TOTALS_BY_ENTRY = (
-    "SELECT entry_id, total_cents FROM proposals_payoutline WHERE proposal_id = %s"
-)
 
 
 def _insert_lines(
@@ -284,33 +276,32 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     previous = incident.proposals.filter(version__lt=version).order_by("-version").first()
     parsed = engine_snapshot(snapshot)
     policy_version = tournament.policy_version
+    compute = partial(
+        _compute, parsed, incident.failed_at, incident.site_wide_issue, policy_version
+    )
     # What changed since the version before (usually the superseded or rejected one), for the
     # approver: its lines are read while the engine computes this one (the database and Python
     # at once, refunds_admin/db/beside.py). Computed from the same snapshot version (the usual
     # case), its lines are this one's entries position for position: its totals in that order
     # are enough, compared in C passes (figures.changes_by_position). Otherwise its entries are
     # matched by entry id.
-    by_position = previous is not None and previous.snapshot_id == snapshot.pk
-    if previous is None:
-        old_rows: list[tuple[Any, ...]] = []
-        result = _compute(parsed, incident.failed_at, incident.site_wide_issue, policy_version)
-    else:
-        old_rows, result = fetch_beside(
-            _PREVIOUS_TOTALS if by_position else _PREVIOUS_TOTALS_BY_ENTRY,
-            [previous.pk],
-            lambda: _compute(parsed, incident.failed_at, incident.site_wide_issue, policy_version),
-        )
-    same_entries = False
+    same_entries = (
+        previous is not None
+        and previous.snapshot_id == snapshot.pk
+        and previous.lines_count == len(parsed.columns.entry_id)
+    )
     old_totals: list[int] = []
     old: dict[str, int] = {}
-    if previous is not None and by_position:
-        same_entries = previous.lines_count == len(result.columns.entry_id)
-        if same_entries:
-            old_totals = list(map(itemgetter(0), old_rows))
-        else:  # not this snapshot's entries after all (never seen): match by entry id
-            old = dict(previous.lines.order_by().values_list("entry_id", "total_cents"))
-    elif previous is not None:
-        old = dict(old_rows)
+    if previous is None:
+        result = compute()
+    elif same_entries:
+        totals = previous.lines.order_by("position").values_list("total_cents")
+        rows, result = fetch_beside(*totals.query.sql_with_params(), compute)
+        old_totals = list(map(itemgetter(0), rows))
+    else:
+        by_entry = previous.lines.order_by().values_list("entry_id", "total_cents")
+        rows, result = fetch_beside(*by_entry.query.sql_with_params(), compute)
+        old = dict(rows)
     fields = {
         "snapshot": snapshot,
         "status": Status.DRAFT,
