@@ -9,9 +9,12 @@ lines changed behind the app's back are refused at both.
 from contextlib import contextmanager
 
 from django.db import connection, transaction
+from django.db.models import QuerySet, Subquery
+
+from refunds_admin.tournaments.models import Entry
 
 from . import fingerprint
-from .models import PayoutLine
+from .models import PayoutLine, PayoutProposal
 
 _LINES_TABLE = PayoutLine._meta.db_table
 
@@ -42,6 +45,21 @@ def sort_memory():
         yield
         # (On an error the savepoint's rollback undoes the setting.)
         cursor.execute("SELECT set_config('work_mem', %s, true)", [before])
+
+
+def entry_line(proposal: PayoutProposal, entry_id: str) -> "QuerySet[PayoutLine]":
+    """The proposal's line of the entry `entry_id` (no row when the entry is not part of it).
+
+    A proposal's lines are its snapshot's entries, position for position: the entry's position
+    comes from the entries' unique (snapshot, entry_id) index, the line from the lines' key
+    (proposal, position). The lines keep no index on entry_id of their own (migration 0017); the
+    entry id is compared as well, so a line is never taken for another entry's."""
+    position = Entry.objects.filter(snapshot_id=proposal.snapshot_id, entry_id=entry_id).values(
+        "position"
+    )[:1]
+    return PayoutLine.objects.filter(
+        proposal_id=proposal.pk, position=Subquery(position), entry_id=entry_id
+    )
 
 
 def stored_fingerprint(proposal):

@@ -244,7 +244,7 @@ class PayoutLine(models.Model):
 
     # Written 100k rows at a time by COPY: the foreign key is checked once per statement by a
     # trigger (migration 0002, refunds_admin/db/) rather than once per row, and there is no
-    # separate index on proposal_id because the unique (proposal, entry_id) index starts with it.
+    # separate index on proposal_id because the key (proposal, position) starts with it.
     proposal = models.ForeignKey(
         PayoutProposal,
         on_delete=models.CASCADE,
@@ -280,9 +280,11 @@ class PayoutLine(models.Model):
     class Meta:
         ordering = ["proposal", "position"]
         constraints = [
-            models.UniqueConstraint(fields=["proposal", "entry_id"], name="line_entry_unique"),
             # On PostgreSQL this one is the table's primary key, and `id` has no index: one
-            # key is built per partition, not two saying the same (migration 0015).
+            # key is built per partition, not two saying the same (migration 0015). A line's
+            # entry is its snapshot's entry at the same position, so one line per position is
+            # one line per entry: the entries' own unique (snapshot, entry_id) says the rest,
+            # and an entry's line is found through it (lines.entry_line; migration 0017).
             models.UniqueConstraint(fields=["proposal", "position"], name="line_position_unique"),
             models.CheckConstraint(
                 condition=Q(buy_in_refund_cents__gte=0)

@@ -47,7 +47,7 @@ from refunds_admin.tournaments.models import Tournament
 from refunds_admin.tournaments.services import current_snapshot, engine_snapshot, payments_json
 
 from . import figures as proposal_figures
-from .lines import stored_fingerprint
+from .lines import entry_line, stored_fingerprint
 from .models import LINE_PARTITION_INDEXES, NOT_LIVE, PayoutLine, PayoutProposal
 from .posting_order import configured_wallet, queue_posting
 
@@ -689,7 +689,7 @@ def _engine_proposal(proposal: PayoutProposal) -> Proposal:
 def statement(proposal: PayoutProposal, entry_id: str) -> str:
     """The entry's statement in the policy's layout (the same text as `compute_payouts
     --explain`), computed from the stored snapshot and checked against the stored fingerprint."""
-    if not PayoutLine.objects.filter(proposal=proposal, entry_id=entry_id).exists():
+    if not entry_line(proposal, entry_id).exists():
         raise Refused(f"Entry {entry_id!r} is not part of proposal {proposal.pk}.")
     return explain(_engine_proposal(proposal), entry_id)
 

@@ -232,6 +232,8 @@ class Entry(models.Model):
             models.UniqueConstraint(
                 fields=["snapshot", "entry_id"], name="entry_id_unique_per_snapshot"
             ),
+            # On PostgreSQL this one is the table's primary key, and `id` has no index: one key
+            # is built per partition at import, not two saying the same (migration 0014).
             models.UniqueConstraint(fields=["snapshot", "position"], name="entry_position_unique"),
             models.UniqueConstraint(
                 fields=["snapshot", "player_id"],

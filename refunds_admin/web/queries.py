@@ -21,6 +21,7 @@ from refunds_admin.incidents.services import rule_sentence
 from refunds_admin.payouts.money import display, to_cents
 from refunds_admin.proposals.figures import RULE_COMPONENTS
 from refunds_admin.proposals.figures import from_lines as figures_from_lines
+from refunds_admin.proposals.lines import entry_line
 from refunds_admin.proposals.models import NOT_LIVE, PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import KNOCKOUT, PAID_WITH, REBUYS, Entry, PrizePlace
 from refunds_admin.tournaments.services import engine_snapshot
@@ -749,4 +750,4 @@ def proposal_by_id(proposal_id):
 
 def proposal_line(proposal, entry_id):
     """The entry's line of the proposal, or None when the entry is not part of it."""
-    return PayoutLine.objects.filter(proposal=proposal, entry_id=entry_id).first()
+    return entry_line(proposal, entry_id).first()

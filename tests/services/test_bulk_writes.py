@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from refunds_admin.db import insert_rows, partition_bound
 from refunds_admin.proposals import services as proposals
+from refunds_admin.proposals.lines import stored_fingerprint
 from refunds_admin.proposals.models import LINE_PARTITION_INDEXES, PayoutLine
 from refunds_admin.tournaments.models import Entry
 from refunds_admin.web.queries import (
@@ -83,25 +84,33 @@ def test_it_writes_each_proposal_into_its_own_indexed_partition_and_swaps_it_on_
     its own, and the superseded version keeps its lines, never two partitions for one proposal."""
     proposal = draft_proposal(support)
     names, counts, parent_indexes = _partitions("proposals_payoutline", proposal.pk)
-    # The parent's two keys, (proposal, position) its primary key and (proposal, entry_id),
-    # plus the partition's own sort and filter indexes (LINE_PARTITION_INDEXES); no index on
-    # `id`.
-    assert parent_indexes == 2 and len(LINE_PARTITION_INDEXES) == 4
-    assert len(names) == 1 and counts == [6]
+    # The parent's key, (proposal, position), plus the partition's own sort and filter indexes
+    # (LINE_PARTITION_INDEXES); no index on `id`, none on entry_id (proposals migration 0017).
+    assert parent_indexes == 1 and len(LINE_PARTITION_INDEXES) == 4
+    assert len(names) == 1 and counts == [5]
     first = list(proposal.lines.order_by("position").values_list("entry_id", "total_cents"))
 
     again = proposals.prepare_proposal(proposal.incident, acting_user=support)
     new_names, counts, _ = _partitions("proposals_payoutline", again.pk)
     assert again.pk != proposal.pk and len(new_names) == 1 and new_names != names
-    assert counts == [6]
-    assert _partitions("proposals_payoutline", proposal.pk)[:2] == (names, [6])
+    assert counts == [5]
+    assert _partitions("proposals_payoutline", proposal.pk)[:2] == (names, [5])
     assert list(again.lines.order_by("position").values_list("entry_id", "total_cents")) == first
-    # The partition's keys hold like the table's: one line per position, one per entry.
+    # The partition's key holds like the table's: one line per position.
     with pytest.raises(IntegrityError), transaction.atomic():
         PayoutLine.objects.filter(proposal=again, position=1).update(position=0)
+    # One line per entry: a line is its snapshot's entry at the same position, whose entry id the
+    # entries' key makes unique; a line given another entry's id no longer matches the
+    # proposal's fingerprint, which approval and posting check.
     with pytest.raises(IntegrityError), transaction.atomic():
+        entry_id = Entry.objects.get(snapshot_id=again.snapshot_id, position=0).entry_id
+        Entry.objects.filter(snapshot_id=again.snapshot_id, position=1).update(entry_id=entry_id)
+    with transaction.atomic():
         entry_id = again.lines.get(position=0).entry_id
         PayoutLine.objects.filter(proposal=again, position=1).update(entry_id=entry_id)
+        assert stored_fingerprint(again)[0] != again.fingerprint
+        transaction.set_rollback(True)
+    assert stored_fingerprint(again) == (again.fingerprint, again.lines_count)
 
     entries, counts, parent_indexes = _partitions("tournaments_entry", again.snapshot_id)
     assert len(entries) == 1 and counts == [parent_indexes]

@@ -19,6 +19,7 @@ from refunds_admin.ledger import posting as ledger_posting
 from refunds_admin.ledger import selectors as ledger_selectors
 from refunds_admin.payouts.money import display, format_cents, to_cents
 from refunds_admin.proposals import services as proposal_services
+from refunds_admin.proposals.lines import entry_line
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import Entry
 
@@ -322,7 +323,7 @@ def proposal_detail(request, pk):
 def proposal_statement(request, pk, entry_id):
     """The player's statement in the policy's layout (the same text as compute_payouts --explain)."""
     proposal = get_proposal_for(request, pk)
-    line = get_object_or_404(PayoutLine, proposal=proposal, entry_id=entry_id)
+    line = get_object_or_404(entry_line(proposal, entry_id))
     try:
         text = proposal_services.statement(proposal, entry_id)
     except Refused as exc:
