@@ -143,22 +143,35 @@ def _import_snapshot(
     call does not pile up identical versions.
     """
     _require_importer(acting_user)
-    text = _document_text(raw)
+    # Bytes as received go to the engine as they are: orjson reads UTF-8 itself, so the document
+    # is neither decoded to a str first nor encoded back by orjson (docs/performance.md, "Issue
+    # 25: the import's Python beside its index builds"). They are checked to be UTF-8 only when
+    # the engine refuses them, for the same message as before.
+    document = (
+        bytes(raw) if isinstance(raw, (bytes, bytearray, memoryview)) else _document_text(raw)
+    )
+    # The decoded document, 100k-300k small objects: kept past the parse and let go while
+    # PostgreSQL indexes the entries (_store), where this thread would otherwise wait.
+    decoded: list[object] = []
     with ThreadPoolExecutor(max_workers=1) as other_core:
         # zlib and SHA-256 let go of the interpreter while they work: the document is compressed
         # and hashed on the other core while this one validates it.
-        # The bytes as received when there are (the same as the text's UTF-8): no copy to encode.
-        data = bytes(raw) if isinstance(raw, (bytes, bytearray, memoryview)) else text
-        stored_form = other_core.submit(_compressed_and_hashed, data)
+        stored_form = other_core.submit(_compressed_and_hashed, document)
         try:
             # tournament.policy must name a policy the app knows (refused naming the field).
-            parsed = parse_snapshot(text, known_policies=policies.known_policy_ids())
+            parsed = parse_snapshot(
+                document, known_policies=policies.known_policy_ids(), keep=decoded
+            )
         except SnapshotError as e:
+            if isinstance(document, bytes):
+                _document_text(document)  # bytes that are not UTF-8 are refused as such
             raise Refused(
                 "The snapshot was refused; nothing was imported.", problems=_problems_of(e)
             ) from None
         document_zlib, sha256 = stored_form.result()
-    return _store(parsed, document_zlib, sha256, acting_user=acting_user, source=source)
+    return _store(
+        parsed, document_zlib, sha256, acting_user=acting_user, source=source, decoded=decoded
+    )
 
 
 def _compressed_and_hashed(document: str | bytes) -> tuple[bytes, str]:
@@ -175,7 +188,10 @@ def _store(
     *,
     acting_user: User | None,
     source: str,
+    decoded: list[object] | None = None,
 ) -> Snapshot:
+    """Store a validated snapshot as the tournament's next version. `decoded`, when given, holds
+    the decoded document, emptied (its objects freed) while PostgreSQL indexes the entries."""
     formats = formats_of(parsed)
     fields = {
         "name": parsed.name,
@@ -250,14 +266,16 @@ def _store(
             [row.description or "" for _, row in places],
         ),
     )
-    # The compact form of the parsed snapshot (payouts/stored.py) is built while PostgreSQL
-    # indexes the entries.
+
+    def compact_form() -> bytes:
+        # Run while PostgreSQL indexes the entries: the compact form of the parsed snapshot
+        # (payouts/stored.py), and the decoded document let go.
+        if decoded is not None:
+            decoded.clear()
+        return stored.dump(parsed)
+
     snapshot.parsed = _insert_entries(
-        snapshot,
-        parsed.columns,
-        parsed.emails,
-        formats=formats,
-        meanwhile=lambda: stored.dump(parsed),
+        snapshot, parsed.columns, parsed.emails, formats=formats, meanwhile=compact_form
     )
     snapshot.document_zlib = document_zlib
     update_binary(

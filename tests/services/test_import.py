@@ -171,7 +171,14 @@ def test_it_refuses_bad_snapshots_naming_the_field_and_stores_nothing(support, c
 def test_it_refuses_text_that_is_not_utf8(support):
     with pytest.raises(Refused) as refused:
         import_snapshot(b'{"format": "\xff"}', acting_user=support, source="upload")
-    assert refused.value.problems[0][0] == "document"
+    assert refused.value.problems == [("document", "byte 12 is not UTF-8")]
+    # A whole snapshot with one Latin-1 screen name: the bytes go to the engine undecoded, and
+    # are still refused as not UTF-8, naming the byte.
+    raw = dumps(snapshot_doc()).encode()
+    at = raw.index(b'"screen_name": "') + len(b'"screen_name": "')
+    with pytest.raises(Refused) as refused:
+        import_snapshot(raw[:at] + b"Jos\xe9" + raw[at:], acting_user=support, source="upload")
+    assert refused.value.problems == [("document", f"byte {at + 3} is not UTF-8")]
     _nothing_stored()
 
 
