@@ -54,12 +54,16 @@ def entry_line(proposal: PayoutProposal, entry_id: str) -> "QuerySet[PayoutLine]
     comes from the entries' unique (snapshot, entry_id) index, the line from the lines' key
     (proposal, position). The lines keep no index on entry_id of their own (migration 0017); the
     entry id is compared as well, so a line is never taken for another entry's."""
-    position = Entry.objects.filter(snapshot_id=proposal.snapshot_id, entry_id=entry_id).values(
-        "position"
-    )[:1]
+    position = (
+        Entry.objects.filter(snapshot_id=proposal.snapshot_id, entry_id=entry_id)
+        .order_by()
+        .values("position")[:1]
+    )
+    # No ordering: there is one line at most (the model's default, by proposal, would join
+    # the proposals' table only to sort one row).
     return PayoutLine.objects.filter(
         proposal_id=proposal.pk, position=Subquery(position), entry_id=entry_id
-    )
+    ).order_by()
 
 
 def stored_fingerprint(proposal):

@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from refunds_admin.db import insert_rows, partition_bound
 from refunds_admin.proposals import services as proposals
-from refunds_admin.proposals.lines import stored_fingerprint
+from refunds_admin.proposals.lines import entry_line, stored_fingerprint
 from refunds_admin.proposals.models import LINE_PARTITION_INDEXES, PayoutLine
 from refunds_admin.tournaments.models import Entry
 from refunds_admin.web.queries import (
@@ -153,6 +153,22 @@ def _plan(cursor, qs):
     sql, params = qs.query.sql_with_params()
     cursor.execute("EXPLAIN " + sql, params)
     return "\n".join(row[0] for row in cursor.fetchall()).replace("Sort Key", "")
+
+
+def test_an_entrys_line_is_found_through_the_entrys_position(support):
+    """The statement page and the API read one entry's line: the entries' key (snapshot,
+    entry_id) gives its position, the lines' key (proposal, position) the line, each an index
+    lookup in one partition (the lines have no entry_id index: proposals migration 0017)."""
+    proposal = draft_proposal(support)
+    entry = Entry.objects.get(snapshot_id=proposal.snapshot_id, position=3)
+    line = entry_line(proposal, entry.entry_id).get()
+    assert (line.position, line.entry_id) == (3, entry.entry_id)
+    assert not entry_line(proposal, "no such entry").exists()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a table of 10 lines would be read whole
+        plan = _plan(cursor, entry_line(proposal, entry.entry_id))
+    assert "Seq Scan" not in plan and plan.count("Index Scan") == 2, plan
+    assert " on proposals_payoutline_p" in plan and " on tournaments_entry_p" in plan, plan
 
 
 def test_the_entry_searches_read_the_entries_search_indexes(support):
