@@ -145,7 +145,7 @@ def _import_snapshot(
     _require_importer(acting_user)
     # Bytes as received go to the engine as they are: orjson reads UTF-8 itself, so the document
     # is neither decoded to a str first nor encoded back by orjson (docs/performance.md, "Issue
-    # 25: the import's Python beside its index builds"). They are checked to be UTF-8 only when
+    # 25: the entries' key and the lines' entry index"). They are checked to be UTF-8 only when
     # the engine refuses them, for the same message as before.
     document = (
         bytes(raw) if isinstance(raw, (bytes, bytearray, memoryview)) else _document_text(raw)
