@@ -16,6 +16,8 @@ table is locked: run it when staff are not working in the app.
 
 from django.db import migrations
 
+from refunds_admin.db.ddl import postgres_only
+
 FORWARD = """
 ALTER TABLE tournaments_entry DROP CONSTRAINT tournaments_entry_pkey;
 ALTER TABLE tournaments_entry DROP CONSTRAINT entry_position_unique;
@@ -30,17 +32,7 @@ ALTER TABLE tournaments_entry ADD CONSTRAINT tournaments_entry_pkey PRIMARY KEY 
 """
 
 
-def forward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(FORWARD)
-
-
-def backward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(BACKWARD)
-
-
 class Migration(migrations.Migration):
     dependencies = [("tournaments", "0013_entry_ids_cached")]
 
-    operations = [migrations.RunPython(forward, backward)]
+    operations = [migrations.RunPython(postgres_only(FORWARD), postgres_only(BACKWARD))]
