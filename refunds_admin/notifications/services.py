@@ -106,18 +106,29 @@ _MESSAGE_COLUMNS = (
 def _write_messages_in_python(job, proposal, notifier, now):
     """One message per credited player, built in Python (SQLite in development, or an adapter
     without an SQL address). Returns (players, players without an address)."""
-    players: dict[str, list[Any]] = {}  # player -> [screen name, entry ids, cents]
+    players: dict[str, list[Any]] = {}  # player -> [first position, entry ids, cents]
     lines = (
         PayoutLine.objects.filter(proposal_id=proposal.pk, total_cents__gt=0)
         .order_by("position")
-        .values_list("entry_id", "player_id", "screen_name", "total_cents")
+        .values_list("position", "entry_id", "player_id", "total_cents")
     )
-    for entry_id, player_id, screen_name, cents in lines.iterator(chunk_size=10_000):
+    for position, entry_id, player_id, cents in lines.iterator(chunk_size=10_000):
         player = players.get(player_id)
         if player is None:
-            player = players[player_id] = [screen_name, [], 0]
+            player = players[player_id] = [position, [], 0]
         player[1].append(entry_id)
         player[2] += cents
+    # The screen name is that of the player's first credited entry (a line's is its entry's:
+    # PayoutLine).
+    first = {player[0] for player in players.values()}
+    names = {
+        position: name
+        for position, name in Entry.objects.filter(snapshot_id=proposal.snapshot_id)
+        .exclude(screen_name="")
+        .values_list("position", "screen_name")
+        .iterator(chunk_size=10_000)
+        if position in first
+    }
     emails = dict(
         Entry.objects.filter(snapshot_id=proposal.snapshot_id)
         .exclude(email="")
@@ -126,7 +137,8 @@ def _write_messages_in_python(job, proposal, notifier, now):
     postgres = connection.vendor == "postgresql"
     rows = []
     no_address = 0
-    for player_id, (screen_name, entry_ids, cents) in players.items():
+    for player_id, (position, entry_ids, cents) in players.items():
+        screen_name = names.get(position, "")
         email = next((emails[e] for e in entry_ids if e in emails), "")
         address = notifier.address_for(player_id, email)
         state = MState.PENDING if address else MState.NO_ADDRESS
@@ -161,10 +173,11 @@ def _address_source(notifier):
     return getattr(notifier, "address_source", None)
 
 
+# The screen name is that of the player's first credited entry, read from the entry at that
+# position (a line's is its entry's: PayoutLine), one lookup per player.
 _MESSAGES_SQL = f"""
 WITH players AS (
     SELECT l.player_id,
-           (array_agg(l.screen_name ORDER BY l.position))[1] AS screen_name,
            jsonb_agg(l.entry_id ORDER BY l.position) AS entry_ids,
            sum(l.total_cents) AS cents,
            min(l.position) AS first_position,
@@ -174,12 +187,13 @@ WITH players AS (
     GROUP BY l.player_id
 ), written AS (
     INSERT INTO {StatementMessage._meta.db_table} ({", ".join(_MESSAGE_COLUMNS)})
-    SELECT %(job)s, %(proposal)s, player_id, screen_name, entry_ids, cents, address,
-           'statement/proposal-' || %(proposal)s::text || '/' || player_id,
-           CASE WHEN address <> '' THEN %(pending)s ELSE %(no_address)s END,
+    SELECT %(job)s, %(proposal)s, p.player_id, f.screen_name, p.entry_ids, p.cents, p.address,
+           'statement/proposal-' || %(proposal)s::text || '/' || p.player_id,
+           CASE WHEN p.address <> '' THEN %(pending)s ELSE %(no_address)s END,
            0, '', '', %(now)s
-    FROM players
-    ORDER BY first_position
+    FROM players p
+    JOIN {Entry._meta.db_table} f ON f.snapshot_id = %(snapshot)s AND f.position = p.first_position
+    ORDER BY p.first_position
     RETURNING state
 )
 SELECT count(*), count(*) FILTER (WHERE state = %(no_address)s) FROM written

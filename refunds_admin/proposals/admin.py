@@ -39,7 +39,8 @@ class PayoutLineAdmin(ReadOnlyAdmin):
         "capped",
     )
     list_filter = ("status", "capped")
-    search_fields = ("entry_id", "player_id", "screen_name")
+    # (A line's screen name is its entry's: searched on the entries' page.)
+    search_fields = ("entry_id", "player_id")
     list_select_related = ("proposal",)
     show_full_result_count = False
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, Max, Min, Sum
 
+from .lines import with_screen_names
+
 if TYPE_CHECKING:
     from refunds_admin.payouts.rules import LineColumns
 
@@ -181,9 +183,16 @@ def from_lines(proposal: PayoutProposal, summary_cents: dict[str, Any]) -> dict[
         "smallest": spread["smallest"] or 0,
         "median": median,
         "largest": spread["largest"] or 0,
-        "top": [as_line(r) for r in paid.order_by("-total_cents", "position")[:TOP]],
+        "top": [
+            as_line(r)
+            for r in with_screen_names(paid, proposal.snapshot_id).order_by(
+                "-total_cents", "position"
+            )[:TOP]
+        ],
         "capped_count": capped.count(),
-        "capped": [as_line(r) for r in capped[:MAX_CAPPED]],
+        "capped": [
+            as_line(r) for r in with_screen_names(capped, proposal.snapshot_id)[:MAX_CAPPED]
+        ],
     }
 
 

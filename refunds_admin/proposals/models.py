@@ -255,7 +255,11 @@ class PayoutLine(models.Model):
     position = models.PositiveIntegerField()
     entry_id = models.CharField(max_length=128)
     player_id = models.CharField(max_length=128)
-    screen_name = models.CharField(max_length=128, blank=True)
+    # No screen name: a line's is its entry's, the snapshot's entry at the same position
+    # (tournaments.Entry; read with the line where shown: lines.with_screen_names). Copied onto
+    # every line, 128 characters of it cost a prepare more than any other column (migration
+    # 0018, docs/performance.md). The entry, player and amounts stay: posting and the
+    # fingerprint read them from the lines alone.
     status = models.CharField(max_length=10)
     chips = models.BigIntegerField()
     buy_in_refund_cents = models.BigIntegerField()

@@ -100,11 +100,11 @@ def _summary_for_storage(result: Proposal) -> dict[str, str | int]:
     return result.to_json(with_fingerprint=False, with_lines=False)["summary"]
 
 
-# A line's fields in the engine's column order (LineColumns): written from it, exported in it.
+# A line's stored fields in the engine's column order (LineColumns, whose screen name is left
+# to the entry at the same position: PayoutLine).
 LINE_FIELDS = (
     "entry_id",
     "player_id",
-    "screen_name",
     "status",
     "chips",
     "buy_in_refund_cents",
@@ -130,7 +130,7 @@ def _insert_lines(
     c = columns
     names = list(_LINE_COLUMNS)
     data = [
-        Same(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.screen_name, c.status, c.chips,
+        Same(proposal.pk), range(len(c.entry_id)), c.entry_id, c.player_id, c.status, c.chips,
         c.buy_in_refund, c.next_prize, c.chip_equity, c.fee_refund, c.total, c.capped,
     ]  # fmt: skip
     for name, column in (

@@ -21,7 +21,7 @@ from refunds_admin.incidents.services import rule_sentence
 from refunds_admin.payouts.money import display, to_cents
 from refunds_admin.proposals.figures import RULE_COMPONENTS
 from refunds_admin.proposals.figures import from_lines as figures_from_lines
-from refunds_admin.proposals.lines import entry_line
+from refunds_admin.proposals.lines import entry_line, entry_screen_name
 from refunds_admin.proposals.models import NOT_LIVE, PayoutLine, PayoutProposal
 from refunds_admin.tournaments.models import KNOCKOUT, PAID_WITH, REBUYS, Entry, PrizePlace
 from refunds_admin.tournaments.services import engine_snapshot
@@ -182,8 +182,10 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
             qs = qs.filter(position__in=[*by_id.values_list("position", flat=True), *positions])
         else:
             # A short prefix ("pl"): its matches are everywhere, so walking the lines in order
-            # and reading their own screen names finds the next page after a few rows.
-            qs = qs.annotate(screen_lower=Lower("screen_name")).filter(
+            # and reading their entries' screen names (one lookup of the entries' key per line
+            # walked) finds the next page after a few rows.
+            screen_name = entry_screen_name(proposal.snapshot_id)
+            qs = qs.annotate(screen_lower=Lower(screen_name)).filter(
                 Q(position__in=list(by_id.values_list("position", flat=True)))
                 | Q(screen_lower__startswith=q.lower())
             )
@@ -321,11 +323,13 @@ def breakdown_columns(proposal):
 
 def entries_at(snapshot_id, positions):
     """The snapshot's entries at these positions (a page of the breakdown: the lines' own
-    positions), by position; one index lookup per position."""
+    positions), by position, with what the breakdown shows of them (the screen name, the
+    formats' columns); one index lookup per position."""
     return {
         e.position: e
         for e in Entry.objects.filter(snapshot_id=snapshot_id, position__in=list(positions)).only(
             "position",
+            "screen_name",
             "rebuys_paid_cents",
             "rebuy_fees_paid_cents",
             "bounty_paid_cents",

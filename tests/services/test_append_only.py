@@ -80,8 +80,8 @@ def test_it_keeps_the_lines_of_a_submitted_proposal_immutable(support, manager):
     _refused("DELETE FROM proposals_payoutline WHERE id = %s", [line.pk], match="immutable")
     _refused(
         "INSERT INTO proposals_payoutline (proposal_id, position, entry_id, player_id, "
-        "screen_name, status, chips, buy_in_refund_cents, next_prize_cents, chip_equity_cents,"
-        " fee_refund_cents, total_cents, capped) VALUES (%s, 999, 'x', 'x', '', 'active', 1, "
+        "status, chips, buy_in_refund_cents, next_prize_cents, chip_equity_cents,"
+        " fee_refund_cents, total_cents, capped) VALUES (%s, 999, 'x', 'x', 'active', 1, "
         "0, 0, 0, 0, 0, false)",
         [proposal.pk],
         match="immutable",

@@ -61,9 +61,9 @@ def test_it_refuses_lines_of_a_proposal_that_does_not_exist(support):
         with connection.cursor() as cursor:
             cursor.execute(
                 "INSERT INTO proposals_payoutline (proposal_id, position, entry_id, player_id,"
-                " screen_name, status, chips, buy_in_refund_cents, next_prize_cents,"
+                " status, chips, buy_in_refund_cents, next_prize_cents,"
                 " chip_equity_cents, fee_refund_cents, total_cents, capped)"
-                " VALUES (424242, 0, 'e1', 'p1', '', 'active', 1, 0, 0, 0, 0, 0, false)"
+                " VALUES (424242, 0, 'e1', 'p1', 'active', 1, 0, 0, 0, 0, 0, false)"
             )
 
 
@@ -157,17 +157,20 @@ def _plan(cursor, qs):
 
 def test_an_entrys_line_is_found_through_the_entrys_position(support):
     """The statement page and the API read one entry's line: the entries' key (snapshot,
-    entry_id) gives its position, the lines' key (proposal, position) the line, each an index
-    lookup in one partition (the lines have no entry_id index: proposals migration 0017)."""
+    entry_id) gives its position, the lines' key (proposal, position) the line, and the entries'
+    key (snapshot, position) its screen name, each an index lookup in one partition (the lines
+    have no entry_id index, proposals migration 0017, and no screen name, 0018)."""
     proposal = draft_proposal(support)
     entry = Entry.objects.get(snapshot_id=proposal.snapshot_id, position=3)
+    assert entry.screen_name
     line = entry_line(proposal, entry.entry_id).get()
     assert (line.position, line.entry_id) == (3, entry.entry_id)
+    assert line.screen_name == entry.screen_name
     assert not entry_line(proposal, "no such entry").exists()
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # a table of 10 lines would be read whole
         plan = _plan(cursor, entry_line(proposal, entry.entry_id))
-    assert "Seq Scan" not in plan and plan.count("Index Scan") == 2, plan
+    assert "Seq Scan" not in plan and plan.count("Index Scan") == 3, plan
     assert " on proposals_payoutline_p" in plan and " on tournaments_entry_p" in plan, plan
 
 

@@ -108,7 +108,7 @@ _AMOUNT_COLUMNS = (
 # What the breakdown reads of a line: plain rows, not model instances (a third of the cost of
 # reading a page of 100).
 _LINE_FIELDS = (
-    "position", "entry_id", "player_id", "screen_name", "status", "chips", "capped",
+    "position", "entry_id", "player_id", "status", "chips", "capped",
     *(field for _, field, _ in _AMOUNT_COLUMNS), "total_cents", "refunds",
 )  # fmt: skip
 # The entry's own columns for formats that use them: (label, shown when).
@@ -181,26 +181,21 @@ def _display_rows(lines, proposal, columns):
     (its lookup, localisation and Django's escape, which first checks each argument for a lazy
     string) cost more than the rest of the page (docs/performance.md, issue 25), and
     format_html per row more again. So the cells are written with the standard library's
-    escape, each value escaped. The format columns the tournament uses come from its entries at
-    the same positions (one query for the page)."""
+    escape, each value escaped. The screen names, and the format columns the tournament uses,
+    come from its entries at the same positions (one query for the page)."""
     currency = proposal.currency
     url = reverse("proposal_statement", args=[proposal.pk, "ENTRY"]).replace("ENTRY/", "")
     fields = [f for _, f, when in _AMOUNT_COLUMNS if when is None or columns[when]]
     wants_entries = columns["knockout"] or columns["rebuys"] or columns["paid_with"]
-    entries = (
-        queries.entries_at(proposal.snapshot_id, (line.position for line in lines))
-        if wants_entries
-        else {}
-    )
+    entries = queries.entries_at(proposal.snapshot_id, (line.position for line in lines))
     classes = _entry_cell_classes(columns)
     rows = []
     for line in lines:
+        entry = entries.get(line.position)
         cells = [
             *zip(
                 classes,
-                _entry_cells(entries.get(line.position), columns, currency)
-                if wants_entries
-                else (),
+                _entry_cells(entry, columns, currency) if wants_entries else (),
                 strict=True,
             ),
             *(("num", display(getattr(line, f), currency, symbol=False)) for f in fields),
@@ -225,7 +220,7 @@ def _display_rows(lines, proposal, columns):
             {
                 "entry_id": line.entry_id,
                 "player_id": line.player_id,
-                "screen_name": line.screen_name,
+                "screen_name": entry.screen_name if entry else "",
                 "capped": line.capped,
                 "cells": mark_safe("".join(html)),  # noqa: S308 (each value escaped above)
             }
@@ -415,8 +410,13 @@ def export_fields(proposal, always=()):
 
 
 def _export_rows(proposal, optional):
-    """The lines in position order as tuples: the base fields, then the optional ones."""
-    line_fields = [*_BASE_FIELDS, *(field for _, source, field, _ in optional if source == "line")]
+    """The lines in position order as tuples: the base fields, then the optional ones.
+
+    A proposal's lines are its snapshot's entries, position for position: the screen name (the
+    entry's: PayoutLine) and the entries' optional fields are read beside the lines, both in
+    position order, side by side."""
+    line_base = [f for f in _BASE_FIELDS if f != "screen_name"]
+    line_fields = [*line_base, *(field for _, source, field, _ in optional if source == "line")]
     lines = (
         PayoutLine.objects.filter(proposal=proposal)
         .order_by("position")
@@ -424,15 +424,10 @@ def _export_rows(proposal, optional):
         .iterator(chunk_size=5000)
     )
     entry_fields = [field for _, source, field, _ in optional if source == "entry"]
-    if not entry_fields:
-        yield from lines
-        return
-    # A proposal's lines are its snapshot's entries, position for position: read both in
-    # position order, side by side.
     entries = (
         Entry.objects.filter(snapshot_id=proposal.snapshot_id)
         .order_by("position")
-        .values_list(*entry_fields)
+        .values_list("screen_name", *entry_fields)
         .iterator(chunk_size=5000)
     )
     order = [n for n, *_ in optional]
@@ -440,10 +435,11 @@ def _export_rows(proposal, optional):
         n for n, source, *_ in optional if source == "entry"
     ]
     index = [by_source.index(n) for n in order]
-    base = len(_BASE_FIELDS)
+    name_at = _BASE_FIELDS.index("screen_name")
+    base = len(line_base)
     for line, entry in zip(lines, entries, strict=True):
-        extra = line[base:] + entry
-        yield line[:base] + tuple(extra[i] for i in index)
+        extra = line[base:] + entry[1:]
+        yield (*line[:name_at], entry[0], *line[name_at:base], *(extra[i] for i in index))
 
 
 def _file_name(proposal, ext):
