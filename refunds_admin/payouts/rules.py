@@ -126,6 +126,23 @@ class Proposal:
         """The lines as Line tuples (built on first use from the columns)."""
         return list(map(Line._make, zip(*self.columns)))
 
+    # What a statement says of the whole proposal, worked out once: statements for every
+    # player of a 100k-entry posting ask it 100k times, and a pass over the columns each time
+    # made sending them quadratic (docs/performance.md, "Player statements, linear again").
+
+    @cached_property
+    def active_buy_in_refund(self) -> int | None:
+        """The buy-in refund every active entry got, when they all got the same one (a
+        statement then says "X for each"); None when they differ (tickets, freerolls)."""
+        c = self.columns
+        refunds = {b for b, st in zip(c.buy_in_refund, c.status, strict=True) if st == ACTIVE}
+        return refunds.pop() if len(refunds) == 1 else None
+
+    @cached_property
+    def refunds_bounties(self) -> bool:
+        """Whether any line refunds a bounty."""
+        return any(self.columns.bounty_refund)
+
     @property
     def has_legacy_form(self) -> bool:
         """Whether the proposal is fingerprinted as before policies existed: version 1 of the

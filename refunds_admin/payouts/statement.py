@@ -41,7 +41,6 @@ def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
         ),
         ("", ""),
     ]
-    c = proposal.columns
     rebuys = proposal.rebought(line.entry_id)
     if proposal.rule == FULL_REFUND:
         out.append((_full_refund_reason(proposal) + _refunded_text(proposal), ""))
@@ -70,8 +69,7 @@ def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
     returned = policy.not_in_the_money_returned
     # "X for each" only when every active entry really got X: entries can have paid different
     # buy-ins (tickets, freerolls), and then an even total says nothing about each one.
-    refunds = {b for b, st in zip(c.buy_in_refund, c.status) if st == ACTIVE}
-    per_entry = refunds.pop() if len(refunds) == 1 else None
+    per_entry = proposal.active_buy_in_refund
     if in_money:
         out.append((_text("remaining_pool"), money(s["remaining_pool"])))
         out.append(
@@ -175,8 +173,7 @@ def _full_refund_reason(proposal: Proposal) -> str:
 
 
 def _refunded_text(proposal: Proposal) -> str:
-    c = proposal.columns
-    if proposal.rebuys is not None or any(c.bounty_refund):
+    if proposal.rebuys is not None or proposal.refunds_bounties:
         return _text("refunded_formats")
     return _text("refunded_plain")
 
