@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -201,6 +202,7 @@ def _fill_report_data(*, incidents, credits):
 
     from refunds_admin.incidents.models import Incident
     from refunds_admin.ledger.models import PostedTotal
+    from refunds_admin.policies.services import version_for_snapshot
     from refunds_admin.proposals.models import PayoutProposal
     from refunds_admin.tournaments.models import Snapshot, Tournament
 
@@ -208,6 +210,7 @@ def _fill_report_data(*, incidents, credits):
     preparer, approver = users["support"], users["manager"]
     assert isinstance(preparer, User)
     now = datetime.now(UTC)
+    policy = version_for_snapshot(None)  # the default policy's current version
     causes = [c for c, _ in Incident.Cause.choices]
     rules = ["full_refund", "not_in_the_money", "in_the_money"]
     tournaments = Tournament.objects.bulk_create(
@@ -218,12 +221,13 @@ def _fill_report_data(*, incidents, credits):
             buy_in_cents=1000,
             fee_cents=100,
             starts_at=now - timedelta(days=360 * i / incidents, hours=2),
+            policy_version=policy,
         )
         for i in range(incidents)
     )
     snapshots = Snapshot.objects.bulk_create(
         Snapshot(
-            tournament=t, version=1, document="{}", sha256="0" * 64, source="demo",
+            tournament=t, version=1, document_zlib=zlib.compress(b"{}"), sha256="0" * 64, source="demo",
             entries_count=0, active_count=0,
         )
         for t in tournaments
@@ -245,6 +249,8 @@ def _fill_report_data(*, incidents, credits):
             currency=t.currency, failed_at=inc.failed_at, site_wide_issue=False, summary={},
             fingerprint="f" * 64, approved_fingerprint="f" * 64, total_cents=0, lines_count=0,
             prepared_by=preparer, prepared_at=now, approved_by=approver, approved_at=now,
+            policy_version=policy, policy_id=policy.policy_id,
+            policy_version_number=policy.version, policy_sha256=policy.sha256, wallet="ledger",
         )
         for t, s, inc in zip(tournaments, snapshots, incident_rows)
     )  # fmt: skip
@@ -270,6 +276,24 @@ def _fill_report_data(*, incidents, credits):
                 },
             )
         cursor.execute("ALTER TABLE ledger_credit ENABLE TRIGGER USER")
+        # Each credit's line (the posted totals' components are summed from the lines).
+        cursor.execute("ALTER TABLE proposals_payoutline DISABLE TRIGGER USER")
+        for n, p in enumerate(proposals):
+            amounts = {c: "0" for c in components}
+            amounts[components[n % 4]] = "100 + (g * 7919) %% 50000"
+            cursor.execute(
+                f"""INSERT INTO proposals_payoutline
+                   (proposal_id, position, entry_id, player_id, status, chips,
+                    buy_in_refund_cents, next_prize_cents, chip_equity_cents, fee_refund_cents,
+                    total_cents, capped)
+                   SELECT %(p)s, g - 1, 'e' || g, 'p' || (g %% %(players)s), 'active', 1,
+                          {amounts["buy_in_refund"]}, {amounts["next_prize"]},
+                          {amounts["chip_equity"]}, {amounts["fee_refund"]},
+                          100 + (g * 7919) %% 50000, false
+                   FROM generate_series(1, %(n)s) g""",
+                {"p": p.pk, "players": max(1, per // 2), "n": per},
+            )
+        cursor.execute("ALTER TABLE proposals_payoutline ENABLE TRIGGER USER")
         cursor.execute("ANALYZE ledger_credit")
     from refunds_admin.ledger.summary import record_posted_total
 
