@@ -128,7 +128,8 @@ class Proposal:
 
     # What a statement says of the whole proposal, worked out once: statements for every
     # player of a 100k-entry posting ask it 100k times, and a pass over the columns each time
-    # made sending them quadratic (docs/performance.md, "Player statements, linear again").
+    # made sending them quadratic (docs/performance.md, "Issue 25: lines without screen names,
+    # the breakdown's name search, player statements").
 
     @cached_property
     def active_buy_in_refund(self) -> int | None:
