@@ -32,9 +32,9 @@ from .money import (
 FORMAT = "tournament-snapshot/1"
 MAX_PROBLEMS = 50
 # Places are expanded one by one (a row per place in the database); no tournament has a million
-# paid places. A range (`places`) may not be wider than the entries, and the whole table may list
-# at most EXTRA_PLACES more places than there are entries (a fixed payout table may name places a
-# small field never reaches), so the expanded table is bounded by the entries, not by the text.
+# paid places. The whole table may list at most EXTRA_PLACES more places than there are entries
+# (a fixed payout table, in single places or in ranges, may name places a small field never
+# reaches), so the expanded table is bounded by the entries, not by the text.
 MAX_PLACE = 1_000_000
 EXTRA_PLACES = 1_000
 
@@ -321,6 +321,17 @@ def _is_int(value: object) -> bool:
     return type(value) is int  # bool is an int in Python; JSON true is not a chip count
 
 
+def _not_whole(value: object) -> str:
+    """Why a value that should be a whole number is not one, in the sender's terms. JSON has one
+    number type: a fraction (`5000.5`), a decimal point (`5000.0`) or an integer too large for
+    a 64-bit reader (orjson reads 10^30 as 1e+30) all arrive here as floats."""
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) > MAX_BIGINT:
+            return f"must be a whole number of at most {MAX_BIGINT:,}, not {value:g}"
+        return f"must be a whole number, not {value!r}"
+    return f"must be a whole number, not a JSON {_json_type(value)}"
+
+
 def parse_snapshot(
     doc: bytes | bytearray | str | dict[str, Any],
     *,
@@ -534,7 +545,8 @@ MAX_EMAIL = 254
 def _parse_emails(
     raw: object, problems: _Problems, keys: frozenset[str] | None = None
 ) -> dict[str, str]:
-    """{entry_id: address} for the entries carrying the optional `email` field ("" = none).
+    """{entry_id: address} for the entries carrying the optional `email` field ("" = none;
+    null is refused, as any optional field given as null).
     `keys`: every key the entries give (_keys_of), when known."""
     if not isinstance(raw, list):
         return {}
@@ -548,9 +560,9 @@ def _parse_emails(
             continue
         value = e["email"]
         label = f"entries[{i}] ({e.get('entry_id')}).email"
-        if value is None or value == "":
-            continue
-        if not isinstance(value, str):
+        if value == "":
+            continue  # no address, said explicitly
+        if not isinstance(value, str):  # null too: a field present is a value (payout-rules.md)
             problems.add(label, f"must be a string, not a JSON {_json_type(value)}")
         elif len(value) > MAX_EMAIL or not _EMAIL.fullmatch(value):
             problems.add(label, f"{value[:60]!r} is not an e-mail address")
@@ -815,8 +827,8 @@ def _parse_prizes(
 def _parse_prizes_one_by_one(
     raw: list[Any], problems: _Problems, last_place: int = MAX_PLACE
 ) -> tuple[list[PrizeRow], list[int]]:
-    """Row by row, naming every problem. `last_place`: no prize range may reach beyond it (the
-    number of entries, where the document's bounds check it)."""
+    """Row by row, naming every problem. `last_place`: the number of entries, where the
+    document's bounds check it; the table may list at most EXTRA_PLACES places more."""
     rows = []
     by_place: dict[int, tuple[int, int]] = {}  # place -> (amount, index in prizes)
     ok = True
@@ -838,9 +850,7 @@ def _parse_prizes_one_by_one(
         elif has_place:
             place = row["place"]
             if not _is_int(place):
-                problems.add(
-                    f"{path}.place", f"must be a whole number, not a JSON {_json_type(place)}"
-                )
+                problems.add(f"{path}.place", _not_whole(place))
             elif place < 1:
                 problems.add(f"{path}.place", f"must be 1 or more, not {place}")
             else:
@@ -866,12 +876,13 @@ def _parse_prizes_one_by_one(
             has_places
             and place_from is not None
             and place_to is not None
-            and place_to - place_from + 1 > last_place
+            and place_to - place_from + 1 > last_place + EXTRA_PLACES
         ):
+            # Named on its row, and before it is expanded: one range can be the whole excess.
             problems.add(
                 f"{path}.places",
-                f"range {place_from:,}-{place_to:,} is {place_to - place_from + 1:,} places wide, "
-                f"wider than the {last_place:,} entries of the snapshot",
+                f"range {place_from:,}-{place_to:,} is {place_to - place_from + 1:,} places wide: "
+                f"the table may list at most the {last_place:,} entries plus {EXTRA_PLACES:,}",
             )
             place_from = place_to = None
         elif place_from is not None and place_to is not None:
@@ -1014,9 +1025,7 @@ def _parse_entries_one_by_one(
                 problems.add(f"{label}.chips", "is required for an active entry")
             chips = 0
         elif not _is_int(chips):
-            problems.add(
-                f"{label}.chips", f"must be a whole number, not a JSON {_json_type(chips)}"
-            )
+            problems.add(f"{label}.chips", _not_whole(chips))
             chips = 0
         elif chips > MAX_BIGINT:
             problems.add(f"{label}.chips", f"must be at most {MAX_BIGINT:,}, not {chips:,}")

@@ -171,6 +171,7 @@ CASES = [
     ("status null", ("entries", 0, "status"), None, "entries[0] (e1).status", "None"),
     ("chips as float", ("entries", 0, "chips"), 600.0, "entries[0] (e1).chips", "whole number"),
     ("chips as bool", ("entries", 0, "chips"), True, "entries[0] (e1).chips", "whole number"),
+    ("chips with a fraction", ("entries", 0, "chips"), 600.5, "entries[0] (e1).chips", "600.5"),
     ("active with zero chips", ("entries", 0, "chips"), 0, "entries[0] (e1).chips", "above 0"),
     ("active without chips", ("entries", 0, "chips"), DELETE, "entries[0] (e1).chips", "required"),
     ("eliminated holding chips", ("entries", 2, "chips"), 10, "entries[2] (e3).chips", "no chips"),
@@ -183,6 +184,8 @@ CASES = [
         "null",
     ),
     ("prize awarded malformed", ("entries", 2, "prize_awarded"), "250", None, None),
+    ("e-mail null", ("entries", 0, "email"), None, "entries[0] (e1).email", "null"),
+    ("e-mail empty: no address", ("entries", 0, "email"), "", None, None),
     (
         "prize awarded as number",
         ("entries", 2, "prize_awarded"),
@@ -330,3 +333,34 @@ def test_it_does_not_count_an_entry_with_an_unknown_status_as_active():
     )
     problems = refused(doc)
     assert problems == ["entries[2] (e3).status: must be active or eliminated, not 'sitting_out'"]
+
+
+def test_a_prize_range_beyond_a_small_field_pays_as_the_same_places_listed_one_by_one():
+    # Three entries, a fixed table paying five places: places 3-5 are never reached, whether
+    # the table writes them as a range or one by one (the spec refuses neither).
+    as_range = engine_doc(
+        entries=[active(1, 3000), active(2, 1000), out(3)],
+        prizes=[{"place": 1, "amount": "30.00"}, {"places": [2, 5], "amount": "10.00"}],
+    )
+    one_by_one = engine_doc(
+        entries=[active(1, 3000), active(2, 1000), out(3)],
+        prizes=[{"place": 1, "amount": "30.00"}]
+        + [{"place": p, "amount": "10.00"} for p in range(2, 6)],
+    )
+    lines = [compute_proposal(parse_snapshot(d)).lines for d in (as_range, one_by_one)]
+    assert lines[0] == lines[1]
+    # in the money (2 left, 5 paid): next prize 10.00 each, 20.00 by chips 3:1
+    assert [(line.next_prize, line.chip_equity) for line in lines[0][:2]] == [
+        (1000, 1500),
+        (1000, 500),
+    ]
+
+
+def test_a_chip_count_too_large_for_64_bits_is_refused_as_too_large():
+    # orjson reads an integer past 64 bits as a float: the message says too large, not a fraction.
+    text = json.dumps(mutate(("entries", 0, "chips"), 10**30)).encode()
+    problems = refused(text)
+    assert any(
+        p.startswith("entries[0] (e1).chips") and "at most 9,223,372,036,854,775,807" in p
+        for p in problems
+    ), problems
