@@ -29,6 +29,7 @@ def role_required(allowed):
                 raise PermissionDenied("Your role does not allow this page.")
             return view(request, *args, **kwargs)
 
+        wrapper.allowed_roles = allowed  # type: ignore[attr-defined]
         return wrapper
 
     return decorator

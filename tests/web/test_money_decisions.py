@@ -44,6 +44,7 @@ def _decisions(support):
             reverse("outage_review", args=[an_outage.pk]),
             {"fingerprint": "0" * 64, "password": "x", "otp_token": "123456"},
         ),
+        (reverse("outage_review_reject", args=[an_outage.pk]), {"reason": "no"}),
     ]
     return proposal, incident, an_outage, posts
 
@@ -115,3 +116,39 @@ def test_the_second_factor_pages_are_never_cached(client, manager, new_manager):
     enrol = client.get(reverse("mfa_enrol"))
     assert b"mfa-secret" in enrol.content
     assert "no-store" in enrol["Cache-Control"]
+
+
+# A manager's POST views that are not money decisions, and why. Any other view a manager alone
+# may POST to must ask for the second factor (accounts.mfa.money_decision).
+NOT_MONEY_DECISIONS = {
+    "statement_retry": "sends a player's statement e-mail again; no amount changes",
+    "proposal_resume_posting": "posts the credits a manager already approved with a code",
+}
+
+
+def _views(patterns, prefix=""):
+    from django.urls import URLPattern, URLResolver
+
+    for p in patterns:
+        if isinstance(p, URLResolver):
+            yield from _views(p.url_patterns, prefix + str(p.pattern))
+        elif isinstance(p, URLPattern):
+            yield p.name, prefix + str(p.pattern), p.callback
+
+
+def test_every_view_only_a_manager_may_post_to_asks_for_the_second_factor():
+    from django.urls import get_resolver
+
+    from refunds_admin.accounts.roles import CAN_DECIDE
+
+    missing, seen = [], set()
+    for name, route, view in _views(get_resolver().url_patterns):
+        if getattr(view, "allowed_roles", None) != CAN_DECIDE:
+            continue
+        seen.add(name)
+        if not getattr(view, "money_decision", False) and name not in NOT_MONEY_DECISIONS:
+            missing.append(f"{name} ({route})")
+    assert not missing, f"manager-only views deciding without the second factor: {missing}"
+    # The check reads the decorators' marks: it must have found the decisions it guards.
+    assert {"proposal_reject", "incident_not_resumable", "outage_review_reject"} <= seen
+    assert set(NOT_MONEY_DECISIONS) <= seen

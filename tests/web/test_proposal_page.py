@@ -128,6 +128,12 @@ def test_it_exports_every_line_as_csv_and_json(client, big, auditor):
     response = client.get(reverse("proposal_export_json", args=[big.pk]))
     doc = json.loads(b"".join(response.streaming_content))
     assert doc["format"] == "payout-proposal/1" and len(doc["lines"]) == 250
+    assert doc["policy"] == {
+        "id": "ultimatepoker-2026",
+        "version": big.policy_version_number,
+        "sha256": big.policy_sha256,
+    }
+    assert len(doc["policy"]["sha256"]) == 64
     assert doc["lines"][1]["chip_equity"] == "0.36"  # twice e000's stack, twice its share
     assert sum(int(line["total"].replace(".", "")) for line in doc["lines"]) == big.total_cents
 

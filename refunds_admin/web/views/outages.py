@@ -459,6 +459,7 @@ def outage_review(request, pk):
 
 @role_required(CAN_DECIDE)
 @require_POST
+@money_decision
 def outage_review_reject(request, pk):
     """A manager rejects the reviewed proposals (all, or the selection) with one reason."""
     outage = get_outage_for(request, pk)

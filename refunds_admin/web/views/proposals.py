@@ -548,6 +548,13 @@ def proposal_export_json(request, pk):
         "tournament": proposal.incident.tournament.external_id,
         "currency": proposal.currency,
         "rule": proposal.rule,
+        # The policy version it was computed under, as the engine writes it: the file alone
+        # tells an auditor which version priced it (policies.md, "Proposal additions").
+        "policy": {
+            "id": proposal.policy_id,
+            "version": proposal.policy_version_number,
+            "sha256": proposal.policy_sha256,
+        },
         "summary": proposal.summary,
         "warnings": proposal.warnings,
         "fingerprint": proposal.fingerprint,
