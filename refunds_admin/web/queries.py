@@ -340,14 +340,14 @@ _METHOD_WORDS = {"cash": "cash", "tournament_money": "tournament money", "ticket
 
 
 def payments_text(payments, currency):
-    """An entry's paid_with or a line's refunds as people read it:
-    "ticket TKT-88121 $55.00 + cash $11.00"; "" for none."""
+    """An entry's paid_with or a line's refunds as people read it, with the currency code as the
+    amounts beside it: "ticket TKT-88121 USD 55.00 + cash USD 11.00"; "" for none."""
     if not payments:
         return ""
     return " + ".join(
         f"{_METHOD_WORDS.get(p['method'], p['method'])}"
         + (f" {p['ticket_id']}" if p.get("ticket_id") else "")
-        + f" {display(p['amount_cents'], currency)}"
+        + f" {display(p['amount_cents'], currency, symbol=False)}"
         for p in payments
     )
 

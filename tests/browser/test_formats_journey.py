@@ -40,7 +40,7 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     page.wait_for_selector("text=Imported UP-2026-PKO-1")
     assert "USD 10.00" in page.inner_text("#tournament-bounty")
     entries = page.inner_text("#entries")
-    assert "Bounty on head" in entries and "ticket TKT-1 $43.00" in entries
+    assert "Bounty on head" in entries and "ticket TKT-1 USD 43.00" in entries
     shot(page, "knockout-tournament")
 
     # Ten minutes into play the server failed; the window passed; support prepares.
@@ -64,7 +64,7 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     lines = page.inner_text("#lines")
     assert "Bounty refund" in lines and "Refunded as" in lines
     row = page.locator("#lines tbody tr:has(td:text-is('e1'))").first
-    assert row.inner_text().count("ticket TKT-1 $43.00") == 2  # paid with, refunded as
+    assert row.inner_text().count("ticket TKT-1 USD 43.00") == 2  # paid with, refunded as
     money = page.inner_text("#decision-money")
     assert "Knockout parts back" in money and "Tickets" in money
     page.click("button:has-text('Submit for approval')")

@@ -68,8 +68,8 @@ def test_the_tournament_page_shows_bounties_rebuys_and_payments_of_a_knockout(cl
         "Paid with",
     ):
         assert header in entries
-    assert "ticket TKT-1 $43.00" in entries
-    assert "tournament money $20.00 + cash $23.00" in entries
+    assert "ticket TKT-1 USD 43.00" in entries
+    assert "tournament money USD 20.00 + cash USD 23.00" in entries
     page = _page(client, "tournament_detail", plain.incident.tournament_id)
     entries = page.partition('<div id="entries">')[2]
     for header in ("Rebuys", "Bounty", "Paid with"):
@@ -116,7 +116,7 @@ def test_the_breakdown_shows_the_equal_share_and_the_ticket_returned(client, sup
     header = _breakdown_header(page)
     assert "Paid with" in header and "Refunded as" in header
     e1 = page.partition('<div id="lines">')[2].split("<td>e1</td>", 1)[1].split("</tr>", 1)[0]
-    assert e1.count("ticket TKT-1 $43.00") == 2  # paid with it, refunded as it
+    assert e1.count("ticket TKT-1 USD 43.00") == 2  # paid with it, refunded as it
 
 
 # --------------------------------------------------------------------------------------------

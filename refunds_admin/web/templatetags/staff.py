@@ -125,7 +125,7 @@ def policy_finding(version):
 
 @register.filter
 def payments(parts, currency=""):
-    """An entry's paid_with or a line's refunds: "ticket TKT-88121 $55.00 + cash $11.00"."""
+    """An entry's paid_with or a line's refunds: "ticket TKT-88121 USD 55.00 + cash USD 11.00"."""
     from refunds_admin.web.queries import payments_text
 
     return payments_text(parts, currency)
