@@ -178,6 +178,17 @@ def _stale_reasons(
     return reasons
 
 
+def out_of_date_reasons(proposal: PayoutProposal) -> list[str]:
+    """Why a draft or submitted proposal no longer describes the current facts: submitting or
+    approving it would be refused for these reasons (`_refuse_if_stale`), so the proposal and
+    approval pages say them before anyone types a password or a code. Empty for a current
+    proposal and for one already decided."""
+    if proposal.status not in (Status.DRAFT, Status.SUBMITTED):
+        return []
+    incident = proposal.incident
+    return _stale_reasons(proposal, incident, incident.tournament)
+
+
 def _refuse_if_stale(
     proposal: PayoutProposal, incident: Incident, tournament: Tournament, doing: str
 ) -> None:

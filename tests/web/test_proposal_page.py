@@ -5,11 +5,13 @@ import json
 import pytest
 from django.urls import reverse
 
+from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals.services import prepare_proposal, submit_proposal
 from refunds_admin.web import queries
 from tests.support.factories import (
     cancelled_incident,
     draft_proposal,
+    import_doc,
     submitted_proposal,
     sunday_special_doc,
 )
@@ -206,3 +208,35 @@ def test_it_tells_the_incident_timeline_in_sentences(client, world, auditor):
     timeline = page.split('id="timeline"')[1].split("</ol>")[0]
     assert f"sam_support submitted proposal {world['proposal'].pk}" in timeline
     assert "<code>proposal.submitted</code>" not in timeline
+
+
+@pytest.mark.django_db
+def test_an_out_of_date_proposal_says_why_and_offers_no_approval(client, support, manager):
+    proposal = submitted_proposal(support)
+    client.force_login(manager)
+    page = client.get(reverse("proposal_approval", args=[proposal.pk])).content.decode()
+    assert 'id="approve-form"' in page and 'id="out-of-date"' not in page
+    # The platform sends a better snapshot while the proposal waits for approval.
+    import_doc(support, active_chips=[41_000, 29_000, 20_000, 10_000])
+    page = client.get(reverse("proposal_approval", args=[proposal.pk])).content.decode()
+    assert 'id="out-of-date"' in page
+    assert "snapshot was re-imported after this proposal was prepared" in page
+    assert 'id="approve-form"' not in page  # no password and code spent on a refusal
+    assert 'id="reject-form"' in page  # rejecting it stays possible
+    client.force_login(support)
+    page = client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    assert 'id="out-of-date"' in page and "Prepare it again" in page
+
+
+@pytest.mark.django_db
+def test_a_draft_overtaken_by_a_site_wide_finding_offers_no_submit(client, support, manager):
+    proposal = draft_proposal(support)
+    client.force_login(support)
+    page = client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    assert "Submit for approval" in page and 'id="out-of-date"' not in page
+    incidents.confirm_site_wide_issue(
+        proposal.incident, justification="lag everywhere", acting_user=manager
+    )
+    page = client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
+    assert "a site-wide issue was confirmed after this proposal was prepared" in page
+    assert "Submit for approval" not in page

@@ -292,13 +292,18 @@ def proposal_detail(request, pk):
         )
     proposal = get_proposal_for(request, pk)
     progress = progress_of(proposal) if proposal.status in POSTING_STATES else None
+    out_of_date = proposal_services.out_of_date_reasons(proposal)
     context = {
         "proposal": proposal,
         "incident": proposal.incident,
         "tournament": proposal.incident.tournament,
         "summary": proposal.summary or {},
-        "may_submit": proposal.status == Status.DRAFT and has_role(request.user, CAN_PREPARE),
-        "may_approve": _may_approve(request.user, proposal),
+        "out_of_date": out_of_date,
+        # An out-of-date proposal would be refused: it is prepared again, not submitted.
+        "may_submit": proposal.status == Status.DRAFT
+        and has_role(request.user, CAN_PREPARE)
+        and not out_of_date,
+        "may_approve": _may_approve(request.user, proposal) and not out_of_date,
         "may_reject": _may_reject(request.user, proposal),
         "may_withdraw": _may_withdraw(request.user, proposal),
         "shows_posting": proposal.status in POSTING_STATES,
@@ -675,7 +680,10 @@ def _approval_page(
 ):
     """The approval page: what is being approved and why (the incident, the rule, warnings,
     the money, what changed), the password again to approve, a reason to reject. Preparer and
-    submitter see no decision buttons; the services refuse them anyway."""
+    submitter see no decision buttons; the services refuse them anyway. Nobody sees the approve
+    form of an out-of-date proposal (the reasons instead): it would be refused after the
+    password and a code were spent."""
+    out_of_date = proposal_services.out_of_date_reasons(proposal)
     return render(
         request,
         "web/proposal_approval.html",
@@ -684,7 +692,8 @@ def _approval_page(
             "incident": proposal.incident,
             "tournament": proposal.incident.tournament,
             "summary": proposal.summary or {},
-            "may_approve": _may_approve(request.user, proposal),
+            "out_of_date": out_of_date,
+            "may_approve": _may_approve(request.user, proposal) and not out_of_date,
             "may_reject": _may_reject(request.user, proposal),
             "may_withdraw": _may_withdraw(request.user, proposal),
             # Why this manager may not decide (four eyes, or a sign-in set by someone else).
