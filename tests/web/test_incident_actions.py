@@ -90,3 +90,9 @@ def test_it_lets_only_a_manager_declare_not_resumable(client, support, manager, 
     assert response.status_code == 302
     incident.refresh_from_db()
     assert incident.status == "cancelled" and incident.cancelled_because == "not_resumable"
+    # Back and resubmit (or a second tab): refused, and the page says why, though the reason's
+    # form is no longer drawn on a cancelled incident.
+    again = client.post(url, {"reason": "Database corrupted, no restore possible."})
+    page = again.content.decode()
+    assert again.status_code == 400
+    assert f"Incident {incident.pk} is not open (closed: the tournament was cancelled)" in page

@@ -188,7 +188,23 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
         "justification_form": JustificationForm(),
     }
     context.update(refused_form or {})
+    for key, form in (refused_form or {}).items():
+        if not context[_SHOWN_BY[key]]:
+            # The form is not drawn any more (the incident moved on: a second tab, Back and
+            # resubmit): its errors go above the page, or the 400 would say nothing.
+            for errors in form.errors.values():
+                for error in errors:
+                    messages.error(request, error)
     return render(request, "web/incident_detail.html", context, status=status)
+
+
+# Which of the page's "may" flags draws each action's form (incident_detail.html).
+_SHOWN_BY = {
+    "restart_form": "may_log_restart",
+    "resumed_form": "may_mark_resumed",
+    "reason_form": "may_declare_not_resumable",
+    "justification_form": "may_confirm_site_wide",
+}
 
 
 def _now_local():

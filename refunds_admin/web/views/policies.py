@@ -57,6 +57,25 @@ def policy_list(request):
     )
 
 
+def _say_why_nothing_was_decided(request, version, form, refused):
+    """A decision posted where this person can make none (a second tab, Back and resubmit, their
+    own version): the decision's form is not drawn (nor, once the version is decided, the
+    refusal beside it), so the 400 would say nothing. The reason goes above the page instead."""
+    if version.status == Status.PROPOSED and refused:
+        return  # the decision section shows it
+    if refused is None and (form is None or not form.is_bound or not form.errors):
+        return  # nothing was posted
+    if version.status != Status.PROPOSED:
+        why = (
+            f"{version.label} is already {version.get_status_display().lower()}: nothing to decide."
+        )
+    elif version.proposed_by_id == request.user.pk:
+        why = "You proposed this version: another manager approves or rejects it (four eyes)."
+    else:
+        why = refused or "; ".join(error for errors in form.errors.values() for error in errors)
+    messages.error(request, f"Not done: {why}")
+
+
 def _version_page(
     request, version, *, approve_form=None, reject_form=None, refused=None, status=200
 ):
@@ -68,6 +87,8 @@ def _version_page(
         and has_role(user, CAN_DECIDE)
         and user.pk != version.proposed_by_id
     )
+    if not may_decide:
+        _say_why_nothing_was_decided(request, version, approve_form or reject_form, refused)
     return render(
         request,
         "web/policy_version.html",
