@@ -679,8 +679,8 @@ def test_a_csv_missing_a_column_is_refused_for_that_alone_and_the_choices_are_na
     page = response.content.decode()
     assert response.status_code == 400
     assert "column &#x27;status&#x27; is missing" in page or "column 'status' is missing" in page
-    # Not a consequence: "range 3-9 is wider than the 0 entries of the snapshot".
-    assert "wider than" not in page
+    # Not a consequence: nothing about the prize table's size against 0 readable entries.
+    assert "places wide" not in page and "lists more than" not in page
     assert "You chose <strong>my-entries.csv</strong>" in page
     assert "You chose <strong>my-prizes.csv</strong>" in page
     assert not Tournament.objects.exists()
@@ -697,3 +697,38 @@ def test_the_outage_history_names_the_cause_and_the_time_in_words(client, suppor
     assert "(server crash)" in history and "server_crash" not in history
     assert not re.search(r"failed at \d{4}-\d\d-\d\dT", history)  # no raw ISO time
     assert re.search(r"failed at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", history)
+
+
+@pytest.mark.django_db
+def test_a_gap_in_the_prize_table_csv_is_said_next_to_that_file(client, support):
+    from datetime import timedelta
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.utils import timezone
+
+    from refunds_admin.tournaments.models import Tournament
+
+    entries = "entry_id,player_id,status,chips\ne1,p1,active,40000\ne2,p2,active,30000\n"
+    prizes = "place,amount\n1,40.00\n3,20.00\n"
+    client.force_login(support)
+    response = client.post(
+        reverse("tournament_import"),
+        {
+            "kind": "csv",
+            "external_id": "CSV-GAP",
+            "name": "Export",
+            "currency": "USD",
+            "buy_in": "30.00",
+            "fee": "3.00",
+            "starts_at": timezone.localtime(timezone.now() - timedelta(hours=1)).strftime(
+                "%Y-%m-%dT%H:%M"
+            ),
+            "entries_csv": SimpleUploadedFile("entries.csv", entries.encode()),
+            "prizes_csv": SimpleUploadedFile("prizes.csv", prizes.encode()),
+        },
+    )
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert "place 2 is missing: places 1 to 3 must all be listed" in page
+    assert ": place 2 is missing" not in page  # no empty place before the colon
+    assert not Tournament.objects.exists()

@@ -258,6 +258,13 @@ def _place(text):
     return int(text) if text and text.isdigit() and len(text) < 10 else None
 
 
+def _in_file(row, what):
+    """A problem shown next to its CSV file: "row 6 (entry e5), chips: ...", or the message
+    alone when it is about the whole file ("place 2 is missing: ...")."""
+    row = row.strip()
+    return f"{row}: {what}" if row else what
+
+
 def _attach_csv_problems(form, problems):
     """Put each problem of a refused CSV import next to what the person filled in: a typed
     tournament field ("fee"), or the CSV file whose row it names ("entries CSV row 6, chips")."""
@@ -266,9 +273,9 @@ def _attach_csv_problems(form, problems):
         if where in form.fields:
             form.add_error(where, what)
         elif where.startswith("entries CSV"):
-            form.add_error("entries_csv", f"{where.removeprefix('entries CSV').strip()}: {what}")
+            form.add_error("entries_csv", _in_file(where.removeprefix("entries CSV"), what))
         elif where.startswith("prize table CSV"):
-            form.add_error("prizes_csv", f"{where.removeprefix('prize table CSV').strip()}: {what}")
+            form.add_error("prizes_csv", _in_file(where.removeprefix("prize table CSV"), what))
         else:
             form.add_error(None, f"{where}: {what}" if where else what)
 
