@@ -57,3 +57,22 @@ def test_the_tournament_list_says_how_many_and_pages_to_the_end(open_as, support
     expect(page.locator("th[aria-sort=ascending]")).to_have_text("Tournament")
     names = [t.split()[0] for t in page.locator("#tournaments tbody tr").all_inner_texts()]
     assert names == ["UP-TLIST-0", "UP-TLIST-1", "UP-TLIST-2"]
+
+
+def test_the_breakdown_pages_in_place_and_a_reload_stays_on_the_page(open_as, support, auditor):
+    from tests.support.factories import submitted_proposal, sunday_special_doc
+
+    # 250 entries: three pages of 100 lines.
+    doc = sunday_special_doc("UP-PAGED", entries=250, active=200, prizes=[400_00] * 25)
+    proposal = submitted_proposal(support, doc=doc)
+    page = open_as(auditor)
+    page.goto(f"/proposals/{proposal.pk}/?show=")
+    first_row = page.locator("#lines tbody tr >> nth=0")
+    expect(first_row).to_contain_text("e000")
+    page.click("#lines .pager a:has-text('Next')")
+    expect(first_row).to_contain_text("e100")
+    assert "after=" in page.url  # the address follows the page (hx-push-url)
+    page.reload()
+    expect(first_row).to_contain_text("e100")
+    page.go_back()
+    expect(first_row).to_contain_text("e000")
