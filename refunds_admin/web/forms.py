@@ -130,8 +130,33 @@ def incident_candidates():
     )
 
 
+class IncidentTournamentField(forms.ModelChoiceField):
+    """A tournament from `incident_candidates`. One the list leaves out (a page opened before
+    someone else recorded its incident, or before its payout was approved) is refused saying
+    why, not "Select a valid choice"."""
+
+    def to_python(self, value):
+        try:
+            return super().to_python(value)
+        except forms.ValidationError:
+            tournament = Tournament.objects.filter(pk=value).first() if value else None
+            if tournament is None:
+                raise
+            live = tournament.incidents.filter(
+                status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED]
+            ).first()
+            if live is not None:
+                raise forms.ValidationError(
+                    f"Tournament {tournament.external_id} already has incident {live.pk} "
+                    f"({live.get_status_display().lower()}): there is one incident per failure."
+                ) from None
+            raise forms.ValidationError(
+                f"Tournament {tournament.external_id} is frozen: its payout was approved."
+            ) from None
+
+
 class IncidentForm(forms.Form):
-    tournament = forms.ModelChoiceField(
+    tournament = IncidentTournamentField(
         label="Tournament",
         queryset=Tournament.objects.none(),
         help_text="Tournaments already frozen or with an open or cancelled incident are not "

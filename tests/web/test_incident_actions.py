@@ -96,3 +96,27 @@ def test_it_lets_only_a_manager_declare_not_resumable(client, support, manager, 
     page = again.content.decode()
     assert again.status_code == 400
     assert f"Incident {incident.pk} is not open (closed: the tournament was cancelled)" in page
+
+
+@pytest.mark.django_db
+def test_a_second_incident_for_the_same_tournament_is_refused_saying_why(
+    client, support, tournament
+):
+    # Two support staff opened the form; the first records the incident.
+    client.force_login(support)
+    data = {
+        "tournament": tournament.pk,
+        "failed_at": _local(timezone.now() - timedelta(minutes=3)),
+        "cause": "network",
+    }
+    assert client.post(reverse("incident_new"), data).status_code == 302
+    first = Incident.objects.get(tournament=tournament)
+    response = client.post(reverse("incident_new"), data)
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert (
+        f"Tournament UP-LIVE-1 already has incident {first.pk} (open): there is one incident "
+        "per failure." in page
+    )
+    assert "Select a valid choice" not in page
+    assert Incident.objects.filter(tournament=tournament).count() == 1
