@@ -139,7 +139,12 @@ class IncidentTournamentField(forms.ModelChoiceField):
         try:
             return super().to_python(value)
         except forms.ValidationError:
-            tournament = Tournament.objects.filter(pk=value).first() if value else None
+            key = str(value or "").strip()
+            tournament = (
+                Tournament.objects.filter(pk=int(key)).first()
+                if key.isdigit() and len(key) < 19  # a bigint id, not any text posted
+                else None
+            )
             if tournament is None:
                 raise
             live = tournament.incidents.filter(

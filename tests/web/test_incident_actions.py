@@ -120,3 +120,7 @@ def test_a_second_incident_for_the_same_tournament_is_refused_saying_why(
     )
     assert "Select a valid choice" not in page
     assert Incident.objects.filter(tournament=tournament).count() == 1
+
+    for forged in ("abc", "99999999999999999999999", "-1"):
+        response = client.post(reverse("incident_new"), {**data, "tournament": forged})
+        assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
