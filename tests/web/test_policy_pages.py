@@ -119,26 +119,17 @@ def test_another_manager_approves_with_password_and_code(client, manager, other_
         wrong.status_code == 400
         and "does not match your authenticator app" in wrong.content.decode()
     )
-    response = client.post(
-        url,
-        {
-            "sha256": version.sha256,
-            "password": "pw-otto_manager",
-            "otp_token": totp_code(other_manager),
-        },
-    )
+    approval = {
+        "sha256": version.sha256,
+        "password": "pw-otto_manager",
+        "otp_token": totp_code(other_manager),
+    }
+    response = client.post(url, approval)
     assert response.status_code == 302
     version.refresh_from_db()
     assert version.status == "approved" and version.approved_by == other_manager
     # Back and resubmit: nothing is decided twice, and the page says why (its form is gone).
-    again = client.post(
-        url,
-        {
-            "sha256": version.sha256,
-            "password": "pw-otto_manager",
-            "otp_token": totp_code(other_manager),
-        },
-    )
+    again = client.post(url, approval)
     assert again.status_code == 400
     assert f"{version.label} is already approved: nothing to decide" in again.content.decode()
 

@@ -646,25 +646,18 @@ def test_support_sends_a_player_their_statement_to_the_address_they_give(
 # --- Minor 7: a CSV import stops at a file's structural error and names what was chosen -------
 
 
-@pytest.mark.django_db
-def test_a_csv_missing_a_column_is_refused_for_that_alone_and_the_choices_are_named(
-    client, support
-):
+def _import_csv(client, entries, prizes, *, external_id, names=("entries.csv", "prizes.csv")):
+    """The import page's CSV form, posted with these two files and a tournament an hour old."""
     from datetime import timedelta
 
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.utils import timezone
 
-    from refunds_admin.tournaments.models import Tournament
-
-    entries = "entry_id,player_id,chips\ne1,p1,40000\ne2,p2,30000\n"  # no status column
-    prizes = "place,amount\n1,500.00\n2,300.00\n3-9,100.00\n"
-    client.force_login(support)
-    response = client.post(
+    return client.post(
         reverse("tournament_import"),
         {
             "kind": "csv",
-            "external_id": "CSV-9",
+            "external_id": external_id,
             "name": "Export",
             "currency": "USD",
             "buy_in": "30.00",
@@ -672,9 +665,23 @@ def test_a_csv_missing_a_column_is_refused_for_that_alone_and_the_choices_are_na
             "starts_at": timezone.localtime(timezone.now() - timedelta(hours=1)).strftime(
                 "%Y-%m-%dT%H:%M"
             ),
-            "entries_csv": SimpleUploadedFile("my-entries.csv", entries.encode()),
-            "prizes_csv": SimpleUploadedFile("my-prizes.csv", prizes.encode()),
+            "entries_csv": SimpleUploadedFile(names[0], entries.encode()),
+            "prizes_csv": SimpleUploadedFile(names[1], prizes.encode()),
         },
+    )
+
+
+@pytest.mark.django_db
+def test_a_csv_missing_a_column_is_refused_for_that_alone_and_the_choices_are_named(
+    client, support
+):
+    from refunds_admin.tournaments.models import Tournament
+
+    entries = "entry_id,player_id,chips\ne1,p1,40000\ne2,p2,30000\n"  # no status column
+    prizes = "place,amount\n1,500.00\n2,300.00\n3-9,100.00\n"
+    client.force_login(support)
+    response = _import_csv(
+        client, entries, prizes, external_id="CSV-9", names=("my-entries.csv", "my-prizes.csv")
     )
     page = response.content.decode()
     assert response.status_code == 400
@@ -701,32 +708,12 @@ def test_the_outage_history_names_the_cause_and_the_time_in_words(client, suppor
 
 @pytest.mark.django_db
 def test_a_gap_in_the_prize_table_csv_is_said_next_to_that_file(client, support):
-    from datetime import timedelta
-
-    from django.core.files.uploadedfile import SimpleUploadedFile
-    from django.utils import timezone
-
     from refunds_admin.tournaments.models import Tournament
 
     entries = "entry_id,player_id,status,chips\ne1,p1,active,40000\ne2,p2,active,30000\n"
     prizes = "place,amount\n1,40.00\n3,20.00\n"
     client.force_login(support)
-    response = client.post(
-        reverse("tournament_import"),
-        {
-            "kind": "csv",
-            "external_id": "CSV-GAP",
-            "name": "Export",
-            "currency": "USD",
-            "buy_in": "30.00",
-            "fee": "3.00",
-            "starts_at": timezone.localtime(timezone.now() - timedelta(hours=1)).strftime(
-                "%Y-%m-%dT%H:%M"
-            ),
-            "entries_csv": SimpleUploadedFile("entries.csv", entries.encode()),
-            "prizes_csv": SimpleUploadedFile("prizes.csv", prizes.encode()),
-        },
-    )
+    response = _import_csv(client, entries, prizes, external_id="CSV-GAP")
     page = response.content.decode()
     assert response.status_code == 400
     assert "place 2 is missing: places 1 to 3 must all be listed" in page
