@@ -141,6 +141,14 @@ def report(outage):
     """
     incidents = list(incidents_of(outage))
     proposals = {p.incident_id: p for p in live_proposals(outage)}
+    # A tournament whose proposal was rejected and not prepared again: the report says so (its
+    # last rejected version) instead of a blank.
+    rejected = {
+        p.incident_id: p
+        for p in PayoutProposal.objects.filter(
+            incident__in=[i.pk for i in incidents], status=PayoutProposal.Status.REJECTED
+        ).order_by("version")
+    }
     decided = [p for p in proposals.values() if p.status in DECIDED]
     ids = [p.pk for p in decided]
     paid = PayoutLine.objects.filter(proposal_id__in=ids, total_cents__gt=0)
@@ -186,6 +194,10 @@ def report(outage):
                 "incident": incident,
                 "tournament": incident.tournament,
                 "proposal": p,
+                "rejected": rejected.get(incident.pk) if p is None else None,
+                "proposal_status": p.status
+                if p is not None
+                else ("rejected" if incident.pk in rejected else ""),
                 "counted": committed is not None,
                 "rule": (p.rule if p is not None else incident.rule),
                 "currency": p.currency if p is not None else incident.tournament.currency,

@@ -225,6 +225,9 @@ def test_the_batch_review_names_the_amount_and_asks_before_approving(client, sup
 
 @pytest.mark.django_db
 def test_a_manager_rejects_the_batch_on_the_review_page(client, support, manager):
+    import csv
+    import io
+
     from refunds_admin.audit.models import AuditEvent
     from refunds_admin.proposals.models import PayoutProposal
     from tests.support.factories import prepared_outage
@@ -242,6 +245,15 @@ def test_a_manager_rejects_the_batch_on_the_review_page(client, support, manager
     assert PayoutProposal.objects.filter(rejection_reason="Wrong failure time").count() == 3
     event = AuditEvent.objects.get(action="outage.batch_rejected")
     assert event.reason == "Wrong failure time"
+    # The outage report says rejected for each, not a blank, until they are prepared again.
+    report = client.get(reverse("outage_report_csv", args=[prepared.pk])).content.decode(
+        "utf-8-sig"
+    )
+    rows = list(csv.DictReader(io.StringIO(report)))
+    assert len(rows) == 3 and {r["proposal_status"] for r in rows} == {"rejected"}
+    assert {r["total"] for r in rows} == {"0.00"}  # nothing committed to pay
+    page = client.get(reverse("outage_report", args=[prepared.pk])).content.decode()
+    assert page.count('<span class="badge rejected">Rejected</span>') == 3
     # Four eyes: a manager may not reject a batch they prepared; nothing is rejected.
     again = prepared_outage(manager, external_ids=("OUT-7", "OUT-8"))
     mine = list(PayoutProposal.objects.filter(status="submitted").values_list("pk", flat=True))

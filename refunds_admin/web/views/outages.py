@@ -616,7 +616,6 @@ def outage_report_csv(request, pk):
     def rows():
         yield writer.writerow(REPORT_HEADER)
         for row in report["rows"]:
-            p = row["proposal"]
             yield writer.writerow(
                 [
                     row["tournament"].external_id,
@@ -624,7 +623,7 @@ def outage_report_csv(request, pk):
                     row["incident"].status,
                     row["rule"],
                     row["currency"],
-                    p.status if p else "",
+                    row["proposal_status"],
                     format_cents(row["total_cents"]),
                     row["entries_paid"],
                     row["players_paid"],
@@ -664,14 +663,13 @@ def outage_report_xlsx(request, pk):
 
     def rows():
         for row in report["rows"]:
-            p = row["proposal"]
             yield (
                 row["tournament"].external_id,
                 row["tournament"].name,
                 row["incident"].status,
                 row["rule"],
                 row["currency"],
-                p.status if p else "",
+                row["proposal_status"],
                 row["total_cents"],
                 row["entries_paid"],
                 row["players_paid"],
