@@ -12,11 +12,20 @@ from collections.abc import Iterable
 class Refused(Exception):
     """A business rule refuses the action; nothing was changed."""
 
-    def __init__(self, message: str, *, problems: Iterable[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        problems: Iterable[tuple[str, str]] | None = None,
+        total: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         # For invalid input: a list of (field or row, message) pairs, every problem found.
         self.problems = list(problems or [])
+        # How many problems there were in all, where the check stopped listing them (the
+        # snapshot's validation lists the first 50 and counts the rest).
+        self.total = total if total is not None else len(self.problems)
 
     def __str__(self) -> str:
         if not self.problems:

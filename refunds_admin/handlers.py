@@ -19,14 +19,17 @@ def _api(request):
 MAX_PROBLEMS = 50
 
 
-def api_error(status, message, problems=(), **headers):
+def api_error(status, message, problems=(), *, total=None, **headers):
+    """The API's error body. `total`: how many problems there were in all, when the check
+    counted more than it listed (Refused.total); by default the number given."""
     problems = list(problems)
     body = {
         "error": message,
         "problems": [{"field": where, "message": what} for where, what in problems[:MAX_PROBLEMS]],
     }
-    if len(problems) > MAX_PROBLEMS:
-        body["problems_total"] = len(problems)
+    total = max(total or 0, len(problems))
+    if total > MAX_PROBLEMS:
+        body["problems_total"] = total
     response = JsonResponse(body, status=status)
     for name, value in headers.items():
         response[name.replace("_", "-")] = value

@@ -166,7 +166,9 @@ def _import_snapshot(
             if isinstance(document, bytes):
                 _document_text(document)  # bytes that are not UTF-8 are refused as such
             raise Refused(
-                "The snapshot was refused; nothing was imported.", problems=_problems_of(e)
+                "The snapshot was refused; nothing was imported.",
+                problems=_problems_of(e),
+                total=len(e.problems) + e.more,
             ) from None
         document_zlib, sha256 = stored_form.result()
     return _store(

@@ -97,7 +97,7 @@ def snapshots(request):
     except PermissionDenied as e:
         return _error(403, str(e) or "This client's user may not import snapshots.")
     except Refused as e:
-        return _error(400, e.message, e.problems)
+        return _error(400, e.message, e.problems, total=e.total)
     tournament = snapshot.tournament
     return JsonResponse(
         {

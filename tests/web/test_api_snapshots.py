@@ -92,6 +92,19 @@ def test_it_answers_400_listing_every_problem(api, token):
     assert Tournament.objects.count() == 0
 
 
+def test_it_lists_the_first_50_problems_and_counts_them_all(api, token):
+    doc = snapshot_doc(eliminated=200)
+    for entry in doc["entries"][4:]:
+        entry["status"] = "gone"  # 200 entries with an unknown status: 200 problems
+    response = _post(api, json.dumps(doc), token)
+    assert response.status_code == 400
+    data = response.json()
+    assert len(data["problems"]) == 50
+    assert data["problems_total"] == 200
+    assert all(p["field"].endswith(".status") for p in data["problems"])
+    assert Tournament.objects.count() == 0
+
+
 def test_it_answers_400_for_a_body_that_is_not_json(api, token):
     response = _post(api, "entries: none", token)
     assert response.status_code == 400
