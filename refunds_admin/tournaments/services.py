@@ -222,15 +222,16 @@ def _store(
                 f"Tournament {parsed.external_id} was being imported at the same time; try again."
             ) from None
     else:
+        previous = tournament.current_snapshot
+        if previous is not None and previous.sha256 == sha256:
+            # The same document again (a retried API call): nothing to replace, frozen or not.
+            return previous
         if tournament.frozen_at is not None:
             raise Refused(
                 f"Tournament {tournament.external_id} is frozen: a proposal was approved on "
                 f"{tournament.frozen_at:%Y-%m-%d %H:%M} UTC, so its snapshot can no longer be "
                 "replaced."
             )
-        previous = tournament.current_snapshot
-        if previous is not None and previous.sha256 == sha256:
-            return previous
         # A re-import that names another policy moves the tournament to it (the platform's
         # word); one that names none keeps the tournament's policy, a manager's change included.
         if named_policy and named_policy != tournament.policy_version.policy_id:

@@ -245,6 +245,12 @@ def test_it_refuses_a_reimport_once_the_tournament_is_frozen(support, manager):
         import_doc(support, snapshot_doc(name="Too late"))
     assert Snapshot.objects.count() == 1
     assert Tournament.objects.get().current_snapshot == snapshot
+    # The same document again (the platform retrying its call) replaces nothing: it is the
+    # current version, answered as such, frozen or not.
+    again = import_snapshot(
+        snapshot.document.encode(), acting_user=support, source=Snapshot.Source.API
+    )
+    assert again == snapshot and Snapshot.objects.count() == 1
 
 
 def test_it_lets_only_support_and_managers_import(auditor, outsider):
