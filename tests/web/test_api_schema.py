@@ -74,3 +74,14 @@ def test_only_api_clients_may_read_it(header):
     response = Client().get("/api/schema", headers=headers)
     assert response.status_code == 401 and response["WWW-Authenticate"].startswith("Bearer")
     assert response.json()["error"] == "A valid API token is required."
+
+
+@pytest.mark.parametrize("method", ["post", "put", "delete"])
+def test_it_answers_another_method_with_the_apis_json_405(support, method):
+    token = create_api_client("platform", user=support)[1]
+    # enforce_csrf_checks: as a client without a session cookie meets the deployed app.
+    response = getattr(Client(enforce_csrf_checks=True), method)(
+        "/api/schema", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert response.status_code == 405 and response["Allow"] == "GET"
+    assert response.json()["error"] == "Only GET is allowed here."
