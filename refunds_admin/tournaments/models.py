@@ -283,7 +283,8 @@ class ApiClient(models.Model):
         settings.AUTH_USER_MODEL,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Imports are audited as this user; it must hold the support or manager role.",
+        help_text="The client acts as this user, audited as such: support or manager to import "
+        "and record, any role to read.",
     )
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -23,7 +23,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin import payouts as engine
-from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
+from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, require_role
 from refunds_admin.audit import context as audit_context
 from refunds_admin.audit.services import record
 from refunds_admin.db import Same, copy_into_partition, insert_columns, update_binary
@@ -773,8 +773,11 @@ def create_api_client(
     name: str, *, user: User, acting_user: User | None = None
 ) -> tuple[ApiClient, str]:
     """Create an API client acting as `user`; returns (client, token). Only the token's SHA-256
-    is stored, so the token is shown this once. `acting_user` None is the command line."""
-    require_role(user, CAN_PREPARE, "import snapshots through the API")
+    is stored, so the token is shown this once. `acting_user` None is the command line.
+
+    `user` needs a role that reads (CAN_READ): a client acting as an auditor reads proposals and
+    statements, and is refused the imports and outages (403), as the auditor is on the pages."""
+    require_role(user, CAN_READ, "use the API")
     if ApiClient.objects.filter(name=name).exists():
         raise Refused(f"An API client named {name!r} already exists.")
     token = "ra_" + secrets.token_urlsafe(32)

@@ -75,6 +75,19 @@ def test_it_answers_403_when_the_clients_user_lacks_the_role(api, token, support
     assert Tournament.objects.count() == 0
 
 
+def test_an_auditors_client_reads_and_may_not_import(api, support, auditor):
+    from tests.support.factories import submitted_proposal
+
+    proposal = submitted_proposal(support)
+    reader = create_api_client("audit-tools", user=auditor)[1]
+    headers = {"Authorization": f"Bearer {reader}"}
+    read = api.get(f"/api/proposals/{proposal.pk}", headers=headers)
+    assert read.status_code == 200 and read.json()["total_cents"] == proposal.total_cents
+    response = _post(api, dumps(snapshot_doc("API-AUDIT")), reader)
+    assert response.status_code == 403
+    assert not Tournament.objects.filter(external_id="API-AUDIT").exists()
+
+
 def test_it_answers_400_listing_every_problem(api, token):
     doc = snapshot_doc()
     doc["tournament"]["fee"] = 3.0

@@ -12,7 +12,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name", help="e.g. the game platform's name")
         parser.add_argument(
-            "--user", required=True, help="imports are made as this user (support or manager)"
+            "--user",
+            required=True,
+            help="the client acts as this user: support or manager to import and record, any "
+            "role (an auditor too) to read",
         )
 
     def handle(self, *args, name, user, **options):
