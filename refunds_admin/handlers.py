@@ -37,10 +37,16 @@ def api_error(status, message, problems=(), *, total=None, **headers):
 
 
 def too_large():
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    # The snapshot document's limit, as docs/api.md states it (Django's own limit on a request,
+    # DATA_UPLOAD_MAX_MEMORY_SIZE, is 1 MB above it: room for a form's other fields), or
+    # Django's where a deployment set it lower.
+    from refunds_admin.payouts.snapshot import MAX_DOCUMENT_BYTES
+
+    limit = min(MAX_DOCUMENT_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    size = f"{limit // 2**20} MB" if limit >= 2**20 else f"{limit:,} bytes"
     return api_error(
         413,
-        f"The request body is larger than the {limit // 2**20} MB this API accepts.",
+        f"The request body is larger than the {size} this API accepts.",
         [("document", "see docs/snapshot-limits.md for the limits of a snapshot")],
     )
 

@@ -29,8 +29,9 @@ from refunds_admin.proposals.models import PayoutProposal
 MAX_TOURNAMENTS = 5000  # tournaments of one outage (POST /api/outages)
 
 # An amount is a string of digits with at most two decimals (never a JSON number: floats lose
-# cents), at most 10,000,000,000,000.00.
-AMOUNT = r"^[0-9]{1,15}(\.[0-9]{1,2})?$"
+# cents), at most 10,000,000,000,000.00 (payouts.money.MAX_CENTS): at most 14 digits before
+# the point, the pattern's part of that bound.
+AMOUNT = r"^[0-9]{1,14}(\.[0-9]{1,2})?$"
 Amount = Field(pattern=AMOUNT, examples=["30.00"])
 # An id the platform gives: 1 to 128 characters, no control characters (they travel in headers).
 ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
