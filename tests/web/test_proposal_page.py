@@ -1,9 +1,13 @@
 import csv
 import io
 import json
+import re
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from refunds_admin.incidents import services as incidents
 from refunds_admin.proposals.services import prepare_proposal, submit_proposal
@@ -198,6 +202,16 @@ def test_it_shows_an_entrys_statement_with_the_amounts_in_their_own_column(
     assert '<table class="statement">' in page
     assert '<td>Refund of tournament fee</td><td class="num">$' in page
     assert '<td>Total paid out</td><td class="num">$' in page
+    # Printed for a player: the time of printing named in the zone it is written in.
+    client.post(reverse("set_timezone"), {"tz": "America/Los_Angeles", "next": "/"})
+    page = client.get(
+        reverse("proposal_statement", args=[proposal.pk, line.entry_id])
+    ).content.decode()
+    printed = re.search(r"Refund statement, printed (\d{4}-\d\d-\d\d \d\d:\d\d) (\w+)</p>", page)
+    assert printed and printed.group(2) in ("PST", "PDT")
+    expected = timezone.localtime(timezone.now(), ZoneInfo("America/Los_Angeles"))
+    shown = datetime.strptime(printed.group(1), "%Y-%m-%d %H:%M").replace(tzinfo=expected.tzinfo)
+    assert abs((expected - shown).total_seconds()) < 120
 
 
 @pytest.mark.django_db
