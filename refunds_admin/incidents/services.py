@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from django.db.models import QuerySet
 
     from refunds_admin.payouts import Snapshot as ParsedSnapshot
+    from refunds_admin.payouts.policy import Policy
     from refunds_admin.tournaments.services import CsvData
 
 log = logging.getLogger(__name__)
@@ -131,28 +132,82 @@ def rule_sentence(
     active: int,
     paid_places: int,
     finding: str | None = None,
+    policy: Policy | None = None,
+    knockout: bool = False,
 ) -> str:
-    """The sentence shown beside the incident form, e.g. "failed 14 min after start: full refund
-    of buy-in and fee to all 1,000 entries". `finding`: the policy's words for management's
-    finding (its `management_finding`), named when it was confirmed."""
+    """The sentence shown beside the incident form and to the approver, e.g. "failed 14 min
+    after start: full refund of buy-in and fee to all 1,000 entries". `finding`: the policy's
+    words for management's finding (its `management_finding`), named when it was confirmed.
+
+    With the tournament's `policy`, the sentence says what that policy gives (the part
+    returned before the money, the equal share, a knockout's bounty) and why rule 1 applies
+    under it (its window, or no entry eliminated yet); without one, the default policy's
+    words. The default policy reads the same either way."""
+    if policy is not None:
+        finding = policy.management_finding
     if elapsed_seconds < 0:
         when = f"failed {elapsed_in_words(elapsed_seconds)} before the start"
     else:
         when = f"failed {elapsed_in_words(elapsed_seconds)} after start"
-    payout = RULE_TEXT[rule].payout
+    payout = _payout_words(rule, policy, knockout)
     if rule == FULL_REFUND:
         confirmed = (
             "site-wide issues confirmed"
             if finding is None
             else f"management found: {finding.rstrip('.')}"
         )
-        why = f"{confirmed}, {when}" if site_wide_issue else when
+        if site_wide_issue:
+            why = f"{confirmed}, {when}"
+        elif (
+            policy is not None
+            and elapsed_seconds > 0
+            and not _within_window(policy, elapsed_seconds)
+            and policy.before_first_elimination
+            and entries == active
+        ):
+            why = f"{when}, before any entry was eliminated"
+        else:
+            why = when
         return f"{why}: {payout} to all {entries:,} entries"
     places = "within the" if rule == IN_THE_MONEY else "more than the"
     return (
         f"{when} with {active:,} entries left, {places} {paid_places:,} paid places: "
         f"{payout}, to the {active:,} active entries"
     )
+
+
+def _within_window(policy: Policy, elapsed_seconds: float) -> bool:
+    return policy.within_minutes is not None and elapsed_seconds <= policy.within_minutes * 60
+
+
+# What the guaranteed part before the money is, by the policy's not_in_the_money.returned
+# ("nothing": the whole pool is shared).
+_RETURNED_WORDS = {"buy_in_and_rebuys": "buy-in refunded", "buy_in": "first buy-in refunded"}
+
+
+def _payout_words(rule: str, policy: Policy | None, knockout: bool) -> str:
+    """What each paid entry receives under `rule`, in the policy's terms (labels.RULE_TEXT's
+    words for the default policy)."""
+    bounty = ", and the bounty on each head refunded" if knockout else ""
+    if rule == FULL_REFUND:
+        paid = "buy-in, knockout part and fee" if knockout else "buy-in and fee"
+        return f"full refund of {paid}"
+    if policy is None:
+        return RULE_TEXT[rule].payout + bounty
+    if rule == IN_THE_MONEY:
+        guaranteed, percent = "next prize", policy.in_the_money_equal_share_percent
+    else:
+        guaranteed = _RETURNED_WORDS.get(policy.not_in_the_money_returned, "")
+        percent = policy.not_in_the_money_equal_share_percent
+    pool = "the rest" if guaranteed else "the pool"
+    if percent == 0:
+        shared = "chip equity"
+    elif percent == 100:
+        shared = f"an equal share of {pool}"
+    else:
+        shared = f"{percent}% of {pool} in equal shares and {100 - percent}% by chip equity"
+    words = f"{guaranteed} plus {shared}" if guaranteed else shared
+    return f"{words}, and the fee refunded{bounty}"
 
 
 def _rule_for(
@@ -182,7 +237,8 @@ def preview_rule(
         entries=snapshot.entries_count,
         active=snapshot.active_count,
         paid_places=parsed.last_paid_place,
-        finding=policy.management_finding,
+        policy=policy,
+        knockout=parsed.is_knockout,
     )
     return RulePreview(
         rule,

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 
     from django.contrib.auth.models import User
 
+    from refunds_admin.payouts.policy import Policy
+
 _T = TypeVar("_T")
 
 Status = PayoutProposal.Status
@@ -340,7 +342,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
 
     def figures_and_fingerprint() -> tuple[dict[str, Any], str]:
         # Pure computation, run while PostgreSQL builds the lines' indexes (refunds_admin/db/).
-        figures = _figures(result, parsed, snapshot, policy_version.engine().management_finding)
+        figures = _figures(result, parsed, snapshot, policy_version.engine())
         if previous is not None:
             figures["changes"] = (
                 proposal_figures.changes_by_position(old_totals, result.columns)
@@ -375,7 +377,7 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
 
 
 def _figures(
-    result: Proposal, parsed: Snapshot, snapshot: SnapshotRow, finding: str
+    result: Proposal, parsed: Snapshot, snapshot: SnapshotRow, policy: Policy
 ) -> dict[str, Any]:
     """The approver's figures (see figures.py) and the rule's sentence, as the incident
     preview words it."""
@@ -389,7 +391,8 @@ def _figures(
         entries=snapshot.entries_count,
         active=snapshot.active_count,
         paid_places=parsed.last_paid_place,
-        finding=finding,
+        policy=policy,
+        knockout=parsed.is_knockout,
     )
     figures["elapsed_seconds"] = int(result.elapsed_seconds)
     figures["snapshot_version"] = snapshot.version

@@ -433,6 +433,8 @@ def proposal_figures(proposal):
         entries=int(summary.get("entries") or proposal.lines_count),
         active=int(summary.get("active") or 0),
         paid_places=proposal.snapshot.prize_places.filter(amount_cents__gt=0).count(),
+        policy=proposal.policy_version.engine(),
+        knockout=tournament.bounty_cents is not None,
     )
     return computed
 

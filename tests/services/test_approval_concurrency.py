@@ -50,7 +50,9 @@ def test_it_approves_once_when_two_managers_approve_at_once(submitted, django_us
     approved = [o for o in outcomes if isinstance(o, PayoutProposal)]
     assert len(approved) == 1 and len(refused) == 1, outcomes
     proposal = PayoutProposal.objects.get(pk=submitted.pk)
-    assert proposal.status == "approved" and proposal.approved_by == approved[0].approved_by
+    # Approved once; where tasks run in-process (no REDIS_URL) the posting already ran.
+    assert proposal.status in ("approved", "posted")
+    assert proposal.approved_by == approved[0].approved_by
     assert AuditEvent.objects.filter(action="proposal.approved").count() == 1
     assert Tournament.objects.get().frozen_at is not None
 

@@ -178,6 +178,9 @@ def test_it_previews_the_rule_with_a_sentence(support):
     late = services.preview_rule(tournament, start + timedelta(minutes=20, seconds=1))
     assert late.rule == "not_in_the_money"
     assert late.sentence.startswith("failed 20 min 1 s after start with 4 entries left")
+    assert late.sentence.endswith(
+        "buy-in refunded plus chip equity, and the fee refunded, to the 4 active entries"
+    )
     assert "more than the 3 paid places" in late.sentence
     site_wide = services.preview_rule(tournament, start + timedelta(hours=1), site_wide_issue=True)
     assert site_wide.rule == "full_refund" and site_wide.sentence.startswith(
@@ -190,6 +193,50 @@ def test_it_previews_the_rule_with_a_sentence(support):
     early = services.preview_rule(tournament, start - timedelta(minutes=1))
     assert early.rule == "full_refund" and early.before_start
     assert early.sentence.startswith("failed 1 min before the start: full refund")
+
+
+def test_the_rule_sentence_says_what_the_tournaments_policy_gives_and_why():
+    from refunds_admin.payouts.policy import policy_named
+
+    common = {"site_wide_issue": False, "paid_places": 3}
+    # Roll-forward 50/50 before the money, a knockout: the fee back, the pool shared half
+    # equally, half by chips, and each head's bounty back; nothing of the buy-in guaranteed.
+    assert services.rule_sentence(
+        "not_in_the_money",
+        elapsed_seconds=45 * 60,
+        entries=10,
+        active=4,
+        policy=policy_named("roll-forward-50-50"),
+        knockout=True,
+        **common,
+    ) == (
+        "failed 45 min after start with 4 entries left, more than the 3 paid places: 50% of "
+        "the pool in equal shares and 50% by chip equity, and the fee refunded, and the bounty "
+        "on each head refunded, to the 4 active entries"
+    )
+    # Buy-in back 50/50 in the money: the next prize, then the rest half and half.
+    assert "next prize plus 50% of the rest in equal shares and 50% by chip equity" in (
+        services.rule_sentence(
+            "in_the_money",
+            elapsed_seconds=45 * 60,
+            entries=10,
+            active=3,
+            policy=policy_named("buy-in-back-50-50"),
+            **common,
+        )
+    )
+    # Rollback before the first bust: 45 minutes in, a full refund because nobody was out yet.
+    assert services.rule_sentence(
+        "full_refund",
+        elapsed_seconds=45 * 60,
+        entries=4,
+        active=4,
+        policy=policy_named("rollback-before-first-bust"),
+        **common,
+    ) == (
+        "failed 45 min after start, before any entry was eliminated: full refund of buy-in and "
+        "fee to all 4 entries"
+    )
 
 
 def test_it_records_a_failure_before_the_start_as_rule_1_once_confirmed(support):
