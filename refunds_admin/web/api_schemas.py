@@ -8,7 +8,7 @@ The bounds are the engine's (docs/snapshot-limits.md), taken from its constants.
 """
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,6 +37,10 @@ Amount = Field(pattern=AMOUNT, examples=["30.00"])
 ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
 
 
+# Free text the engine accepts: no control characters (docs/snapshot-limits.md).
+TEXT_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"
+
+
 def _id(**extra):
     return Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN, **extra)
 
@@ -46,8 +50,12 @@ class Prize(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     place: int | None = Field(None, ge=1, le=MAX_PLACE)
-    places: list[int] | None = Field(
-        None, min_length=2, max_length=2, description="[from, to], inclusive"
+    places: list[Annotated[int, Field(ge=1, le=MAX_PLACE)]] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="[from, to], inclusive. The whole table may list at most the snapshot's "
+        "entries plus 1,000 places.",
     )
     amount: str = Amount
     non_cash: bool = False
@@ -95,8 +103,13 @@ class Payment(BaseModel):
 class Entry(BaseModel):
     entry_id: str = _id(description="Unique within the snapshot.")
     player_id: str = _id(description="The account to credit; re-entries share it.")
-    screen_name: str | None = Field(None, max_length=MAX_SCREEN_NAME_LENGTH)
-    email: str | None = Field(None, max_length=254)
+    screen_name: str | None = Field(None, max_length=MAX_SCREEN_NAME_LENGTH, pattern=TEXT_PATTERN)
+    email: str | None = Field(
+        None,
+        max_length=254,
+        pattern=r"^$|^[^@\s]+@[^@\s]+\.[^@\s]+$",
+        description='An address (name@domain.tld), or "" for none.',
+    )
     status: Literal["active", "eliminated"]
     chips: int | None = Field(None, ge=1, le=MAX_BIGINT, description="Active entries only.")
     finish_place: int | None = Field(None, ge=1, le=MAX_INT)
