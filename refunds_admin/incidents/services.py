@@ -131,20 +131,17 @@ def rule_sentence(
     entries: int,
     active: int,
     paid_places: int,
-    finding: str | None = None,
     policy: Policy | None = None,
     knockout: bool = False,
 ) -> str:
     """The sentence shown beside the incident form and to the approver, e.g. "failed 14 min
-    after start: full refund of buy-in and fee to all 1,000 entries". `finding`: the policy's
-    words for management's finding (its `management_finding`), named when it was confirmed.
+    after start: full refund of buy-in and fee to all 1,000 entries".
 
     With the tournament's `policy`, the sentence says what that policy gives (the part
     returned before the money, the equal share, a knockout's bounty) and why rule 1 applies
-    under it (its window, or no entry eliminated yet); without one, the default policy's
-    words. The default policy reads the same either way."""
-    if policy is not None:
-        finding = policy.management_finding
+    under it (management's finding in its words, or no entry eliminated yet); without one, the
+    default policy's words. The default policy reads the same either way."""
+    finding = policy.management_finding if policy is not None else None
     if elapsed_seconds < 0:
         when = f"failed {elapsed_in_words(elapsed_seconds)} before the start"
     else:

@@ -175,6 +175,7 @@ def report(outage):
     rows = []
     for incident in incidents:
         p = proposals.get(incident.pk)
+        shown = p or rejected.get(incident.pk)
         # Only approved proposals count: the money the operator committed to pay.
         committed = p if p is not None and p.status in DECIDED else None
         job = jobs.get(committed.pk) if committed is not None else None
@@ -195,9 +196,8 @@ def report(outage):
                 "tournament": incident.tournament,
                 "proposal": p,
                 "rejected": rejected.get(incident.pk) if p is None else None,
-                "proposal_status": p.status
-                if p is not None
-                else ("rejected" if incident.pk in rejected else ""),
+                # The live proposal's status, or "rejected" for a tournament left at that.
+                "proposal_status": shown.status if shown else "",
                 "counted": committed is not None,
                 "rule": (p.rule if p is not None else incident.rule),
                 "currency": p.currency if p is not None else incident.tournament.currency,

@@ -12,6 +12,7 @@ import json
 from django.http import HttpResponseNotAllowed
 from django.urls import URLPattern
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, ValidationError
 
@@ -150,20 +151,10 @@ def _patterns():
         if pattern.name == "openapi-json":
             # ninja's schema view serves GET alone but is not CSRF-exempt like the operations:
             # a POST met Django's HTML CSRF page instead of the API's JSON 405.
-            view = csrf_exempt(_get_only(view))
+            view = csrf_exempt(require_GET(view))
         pattern.callback = _json_not_allowed(view)
         out.append(pattern)
     return out
-
-
-def _get_only(view):
-    @functools.wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if request.method not in ("GET", "HEAD"):
-            return HttpResponseNotAllowed(["GET"])
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 def document():
