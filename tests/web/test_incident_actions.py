@@ -124,3 +124,32 @@ def test_a_second_incident_for_the_same_tournament_is_refused_saying_why(
     for forged in ("abc", "99999999999999999999999", "-1"):
         response = client.post(reverse("incident_new"), {**data, "tournament": forged})
         assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_stale_forms_field_error_names_its_field_above_the_page(
+    client, support, manager, tournament
+):
+    # A second tab still shows the restart form after the manager declared the outage not
+    # resumable; its bad time is refused above the page, saying which field was wrong.
+    client.force_login(support)
+    client.post(
+        reverse("incident_new"),
+        {
+            "tournament": tournament.pk,
+            "failed_at": _local(timezone.now() - timedelta(minutes=3)),
+            "cause": "database",
+        },
+    )
+    incident = Incident.objects.get(tournament=tournament)
+    client.force_login(manager)
+    client.post(reverse("incident_not_resumable", args=[incident.pk]), {"reason": "gone"})
+    client.force_login(support)
+    response = client.post(
+        reverse("incident_restart", args=[incident.pk]), {"attempted_at": "yesterday-ish"}
+    )
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert "Attempted at: Enter a valid date/time." in page
+    incident.refresh_from_db()
+    assert incident.status == "cancelled" and not incident.restart_attempts.exists()

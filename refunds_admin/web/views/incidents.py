@@ -191,10 +191,12 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
     for key, form in (refused_form or {}).items():
         if not context[_SHOWN_BY[key]]:
             # The form is not drawn any more (the incident moved on: a second tab, Back and
-            # resubmit): its errors go above the page, or the 400 would say nothing.
-            for errors in form.errors.values():
+            # resubmit): its errors go above the page, or the 400 would say nothing. Away from
+            # its field, an error names the field ("Attempted at: Enter a valid date/time.").
+            for field, errors in form.errors.items():
+                label = form.fields[field].label if field in form.fields else None
                 for error in errors:
-                    messages.error(request, error)
+                    messages.error(request, f"{label}: {error}" if label else error)
     return render(request, "web/incident_detail.html", context, status=status)
 
 
