@@ -169,6 +169,19 @@ def _join(outage, tournament, *, acting_user, why):
     return incident
 
 
+def _lock_tournaments(tournaments):
+    """Lock the tournaments in id order, before any of their incidents (the one lock order,
+    tournament first, as proposals.batches._lock_in_order): two calls recording an outage over
+    the same tournaments queue behind each other on the first one they share, and neither
+    deadlocks with the other whatever order their lists name them in."""
+    list(
+        Tournament.objects.select_for_update()
+        .filter(pk__in=[t.pk for t in tournaments])
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
 @transaction.atomic
 def record_outage(*, failed_at, cause, description, tournaments, acting_user, people_involved=""):
     """Record an outage and one incident per affected tournament, all or nothing.
@@ -183,6 +196,7 @@ def record_outage(*, failed_at, cause, description, tournaments, acting_user, pe
         problems.append(("tournaments", "choose at least one affected tournament"))
     if problems:
         raise Refused("The outage was refused; nothing was recorded.", problems=problems)
+    _lock_tournaments(unique)
     outage = Outage.objects.create(
         failed_at=failed_at,
         cause=cause,
@@ -213,16 +227,22 @@ def record_outage(*, failed_at, cause, description, tournaments, acting_user, pe
     return outage
 
 
+@transaction.atomic
 def record_outage_for_external_ids(
     *, failed_at, cause, description, external_ids, acting_user, people_involved=""
 ):
     """The API's entry point: tournaments named by the platform's ids, every problem at once.
-    Returns (outage, created): the same call again returns the outage already recorded."""
+    Returns (outage, created): the same call again returns the outage already recorded, also
+    when it arrives while the first is still being recorded."""
     require_role(acting_user, CAN_PREPARE, "record outages")
     tournaments, problems = resolve_external_ids(external_ids)
     problems = _check_outage_fields(failed_at, cause) + problems
     if problems:
         raise Refused("The outage was refused; nothing was recorded.", problems=problems)
+    # A platform that timed out may send the call again before the first has committed: the
+    # retry waits here for the first to finish, then finds its outage below instead of being
+    # refused because its own tournaments already have incidents.
+    _lock_tournaments(tournaments)
     existing = already_recorded(failed_at=failed_at, cause=cause, tournaments=tournaments)
     if existing is not None:
         return existing, False
