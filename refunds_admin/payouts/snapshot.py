@@ -257,7 +257,10 @@ _TIMESTAMP = re.compile(
 def parse_timestamp(value: object) -> Instant:
     """ISO 8601 with an offset -> Instant. Raises ValueError with a message for people."""
     if not isinstance(value, str):
-        raise ValueError(f"must be an ISO 8601 timestamp string, not a JSON {_json_type(value)}")
+        raise ValueError(
+            "must be an ISO 8601 date-time string with an offset (like 2026-11-29T18:00:00Z), "
+            f"not a JSON {_json_type(value)}"
+        )
     m = _TIMESTAMP.fullmatch(value) if len(value) <= 64 else None
     if not m:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?", value):
