@@ -36,6 +36,15 @@ def api_error(status, message, problems=(), *, total=None, **headers):
     return response
 
 
+def body_too_large(limit, field, where_told):
+    """The API's 413: the body's limit in the message, the body itself (`field`) as the problem,
+    pointing to the page that states the limits. One wording for every operation."""
+    size = f"{limit // 2**20} MB" if limit >= 2**20 else f"{limit:,} bytes"
+    return api_error(
+        413, f"The request body is larger than the {size} this API accepts.", [(field, where_told)]
+    )
+
+
 def too_large():
     # The snapshot document's limit, as docs/api.md states it (Django's own limit on a request,
     # DATA_UPLOAD_MAX_MEMORY_SIZE, is 1 MB above it: room for a form's other fields), or
@@ -43,11 +52,8 @@ def too_large():
     from refunds_admin.payouts.snapshot import MAX_DOCUMENT_BYTES
 
     limit = min(MAX_DOCUMENT_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
-    size = f"{limit // 2**20} MB" if limit >= 2**20 else f"{limit:,} bytes"
-    return api_error(
-        413,
-        f"The request body is larger than the {size} this API accepts.",
-        [("document", "see docs/snapshot-limits.md for the limits of a snapshot")],
+    return body_too_large(
+        limit, "document", "see docs/snapshot-limits.md for the limits of a snapshot"
     )
 
 

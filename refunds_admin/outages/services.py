@@ -7,7 +7,6 @@ recorded, with its own audit events; the outage adds its own event for the decis
 Every step is one transaction: all tournaments or none.
 """
 
-import re
 from datetime import datetime
 
 from django.db import transaction
@@ -19,7 +18,8 @@ from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
-from refunds_admin.payouts.snapshot import EARLIEST, MAX_ID_LENGTH
+from refunds_admin.payouts.money import _json_type
+from refunds_admin.payouts.snapshot import EARLIEST, MAX_ID_LENGTH, text_problem
 from refunds_admin.tournaments.models import Tournament
 
 from .models import Outage, OutageIncident
@@ -80,8 +80,15 @@ def already_recorded(*, failed_at, cause, tournaments):
     return None
 
 
-# The characters no id may hold: C0, DEL, C1 and lone surrogates (as the engine's _CONTROL).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+def _id_problem(value):
+    """Why one item of `external_ids` cannot be a tournament's id, or None."""
+    if not isinstance(value, str):
+        return f"must be a tournament id string, not a JSON {_json_type(value)}"
+    if not value.strip():
+        return "must not be empty"
+    # An id no snapshot can carry (docs/snapshot-limits.md) is not looked up: PostgreSQL cannot
+    # even compare a NUL or a lone surrogate. The engine's words, as for a snapshot's ids.
+    return text_problem(value, MAX_ID_LENGTH)
 
 
 def resolve_external_ids(external_ids):
@@ -90,16 +97,13 @@ def resolve_external_ids(external_ids):
     problems = []
     if not isinstance(external_ids, list) or not external_ids:
         return [], [("external_ids", "must be a non-empty list of tournament ids")]
-    if not all(isinstance(x, str) and x.strip() for x in external_ids):
-        return [], [("external_ids", "every tournament id must be a non-empty string")]
-    # An id no snapshot can carry (docs/snapshot-limits.md) is not looked up: PostgreSQL cannot
-    # even compare a NUL or a lone surrogate. Named by its place in the list, not by itself.
+    # An item that is not an id is named by its place in the list (`external_ids[3]`), never by
+    # itself: it may be a number, an empty string or 10,000 characters.
     malformed = [
-        (f"external_ids[{i}]", f"is not a tournament id (1 to {MAX_ID_LENGTH} characters, "
-         "no control characters)")
-        for i, x in enumerate(external_ids)
-        if len(x) > MAX_ID_LENGTH or _CONTROL.search(x)
-    ]  # fmt: skip
+        (f"external_ids[{i}]", why)
+        for i, why in enumerate(map(_id_problem, external_ids))
+        if why is not None
+    ]
     if malformed:
         return [], malformed
     found = {t.external_id: t for t in Tournament.objects.filter(external_id__in=external_ids)}
@@ -169,6 +173,19 @@ def _join(outage, tournament, *, acting_user, why):
     return incident
 
 
+def _lock_tournaments(tournaments):
+    """Lock the tournaments in id order, before any of their incidents (the one lock order,
+    tournament first, as proposals.batches._lock_in_order): two calls recording an outage over
+    the same tournaments queue behind each other on the first one they share, and neither
+    deadlocks with the other whatever order their lists name them in."""
+    list(
+        Tournament.objects.select_for_update()
+        .filter(pk__in=[t.pk for t in tournaments])
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+
+
 @transaction.atomic
 def record_outage(*, failed_at, cause, description, tournaments, acting_user, people_involved=""):
     """Record an outage and one incident per affected tournament, all or nothing.
@@ -183,6 +200,7 @@ def record_outage(*, failed_at, cause, description, tournaments, acting_user, pe
         problems.append(("tournaments", "choose at least one affected tournament"))
     if problems:
         raise Refused("The outage was refused; nothing was recorded.", problems=problems)
+    _lock_tournaments(unique)
     outage = Outage.objects.create(
         failed_at=failed_at,
         cause=cause,
@@ -213,16 +231,22 @@ def record_outage(*, failed_at, cause, description, tournaments, acting_user, pe
     return outage
 
 
+@transaction.atomic
 def record_outage_for_external_ids(
     *, failed_at, cause, description, external_ids, acting_user, people_involved=""
 ):
     """The API's entry point: tournaments named by the platform's ids, every problem at once.
-    Returns (outage, created): the same call again returns the outage already recorded."""
+    Returns (outage, created): the same call again returns the outage already recorded, also
+    when it arrives while the first is still being recorded."""
     require_role(acting_user, CAN_PREPARE, "record outages")
     tournaments, problems = resolve_external_ids(external_ids)
     problems = _check_outage_fields(failed_at, cause) + problems
     if problems:
         raise Refused("The outage was refused; nothing was recorded.", problems=problems)
+    # A platform that timed out may send the call again before the first has committed: the
+    # retry waits here for the first to finish, then finds its outage below instead of being
+    # refused because its own tournaments already have incidents.
+    _lock_tournaments(tournaments)
     existing = already_recorded(failed_at=failed_at, cause=cause, tournaments=tournaments)
     if existing is not None:
         return existing, False

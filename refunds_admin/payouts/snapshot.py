@@ -249,15 +249,21 @@ class Snapshot:
 
 
 _TIMESTAMP = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+    r"(\d{4})-(\d{2})-(\d{2})([Tt ])(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
     r"(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)"
 )
 
 
-def parse_timestamp(value: object) -> Instant:
-    """ISO 8601 with an offset -> Instant. Raises ValueError with a message for people."""
+def parse_timestamp(value: object, *, stored: bool = False) -> Instant:
+    """ISO 8601 with an offset -> Instant. Raises ValueError with a message for people.
+
+    `stored`: a time of a document stored by an earlier release, which also read a space
+    between the date and the time (see parse_snapshot)."""
     if not isinstance(value, str):
-        raise ValueError(f"must be an ISO 8601 timestamp string, not a JSON {_json_type(value)}")
+        raise ValueError(
+            "must be an ISO 8601 date-time string with an offset (like 2026-11-29T18:00:00Z), "
+            f"not a JSON {_json_type(value)}"
+        )
     m = _TIMESTAMP.fullmatch(value) if len(value) <= 64 else None
     if not m:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?", value):
@@ -265,7 +271,14 @@ def parse_timestamp(value: object) -> Instant:
         raise ValueError(
             f"{_shorten(value)!r} is not an ISO 8601 timestamp like 2026-11-29T18:00:00Z"
         )
-    year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
+    year, month, day, separator, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
+    if separator == " " and not stored:
+        # ISO 8601 (and the API schema's date-time) separates them with a T: the space of a
+        # database's text output is refused, not guessed at.
+        raise ValueError(
+            f"{value!r} separates the date and the time with a space; ISO 8601 needs a T "
+            f"({value[:10]}T{value[11:]})"
+        )
     try:
         tz = UTC
         if not zulu:
@@ -337,15 +350,22 @@ def parse_snapshot(
     *,
     known_policies: Collection[str] | None = None,
     keep: list[object] | None = None,
+    stored: bool = False,
 ) -> Snapshot:
     """bytes, str or an already decoded dict -> Snapshot. Raises SnapshotError listing problems.
 
     `known_policies`: the policy ids the caller knows; a `tournament.policy` outside them is
     refused (None: any well-formed id is accepted, for the caller to resolve). `keep`, when
     given, receives the decoded document: a process about to end (the command line) need not
-    free its hundreds of thousands of objects one by one."""
+    free its hundreds of thousands of objects one by one.
+
+    `stored`: the document was accepted and stored by an earlier release and is read again (an
+    auditor's replay, a parsed form of another layout). What those releases accepted and the
+    API's schema forbids (a space for the T of a time, an unknown key in a prize row, no entry
+    at all) is then read as it was, so that history still replays; a document received now is
+    refused for it."""
     with paused_gc():
-        return _parse_snapshot(doc, known_policies, keep)
+        return _parse_snapshot(doc, known_policies, keep, stored)
 
 
 def _too_large(size: int, what: str = "document", limit: int | None = None) -> SnapshotError:
@@ -415,6 +435,7 @@ def _parse_snapshot(
     doc: object,
     known_policies: Collection[str] | None = None,
     keep: list[object] | None = None,
+    stored: bool = False,
 ) -> Snapshot:
     text: str | bytes | None = None  # the JSON text, for the duplicate-key check
     if isinstance(doc, (bytes, bytearray)):
@@ -473,12 +494,12 @@ def _parse_snapshot(
     # No place beyond the number of entries: nobody can finish there.
     last_place = len(entries_raw) if isinstance(entries_raw, list) else MAX_PLACE
     tournament = (
-        _parse_tournament(t, problems, min(last_place, MAX_PLACE), known_policies)
+        _parse_tournament(t, problems, min(last_place, MAX_PLACE), known_policies, stored)
         if t is not None
         else None
     )
     keys = _keys_of(entries_raw)
-    entries, in_texts = _parse_entries(doc, tournament, problems, keys)
+    entries, in_texts = _parse_entries(doc, tournament, problems, keys, stored)
     # A key given twice refuses the document before anything else is said about it: which of
     # the two values the checks above saw is not defined.
     if text is not None:
@@ -487,7 +508,7 @@ def _parse_snapshot(
             entry_colons = partial(_entry_colons, entries_raw, keys, in_texts)
         _refuse_duplicate_key(text, doc, entry_colons)
     emails = _parse_emails(entries_raw, problems, keys)
-    incident = _parse_incident(doc, problems)
+    incident = _parse_incident(doc, problems, stored)
 
     if tournament is not None and entries is not None:
         chips_in_play = tournament["chips_in_play"]
@@ -726,6 +747,7 @@ def _parse_tournament(
     problems: _Problems,
     last_place: int,
     known_policies: Collection[str] | None = None,
+    stored: bool = False,
 ) -> dict[str, Any]:
     external_id = _string(
         t,
@@ -753,7 +775,7 @@ def _parse_tournament(
         problems.add("tournament.starts_at", "is required")
     else:
         try:
-            starts_at = parse_timestamp(raw)
+            starts_at = parse_timestamp(raw, stored=stored)
         except ValueError as exc:
             problems.add("tournament.starts_at", str(exc))
 
@@ -765,7 +787,7 @@ def _parse_tournament(
             chips_in_play, "tournament.chips_in_play", problems, low=0, high=MAX_BIGINT
         )
 
-    prizes, place_amounts = _parse_prizes(t, problems, last_place)
+    prizes, place_amounts = _parse_prizes(t, problems, last_place, stored)
     policy_id = _policy_id(t, problems, known_policies)
     bounty = _amount(t, "bounty", "tournament.bounty", problems, required=False)
     guarantee = _amount(t, "guarantee", "tournament.guarantee", problems, required=False)
@@ -808,7 +830,7 @@ def _policy_id(
 
 
 def _parse_prizes(
-    t: dict[str, Any], problems: _Problems, last_place: int = MAX_PLACE
+    t: dict[str, Any], problems: _Problems, last_place: int = MAX_PLACE, stored: bool = False
 ) -> tuple[list[PrizeRow], list[int]]:
     raw = t.get("prizes", _MISSING)
     if raw is _MISSING:
@@ -821,14 +843,15 @@ def _parse_prizes(
     if bulk is not None:
         return bulk
     # Something is unusual: check row by row, to name every problem precisely.
-    return _parse_prizes_one_by_one(raw, problems, last_place)
+    return _parse_prizes_one_by_one(raw, problems, last_place, stored)
 
 
 def _parse_prizes_one_by_one(
-    raw: list[Any], problems: _Problems, last_place: int = MAX_PLACE
+    raw: list[Any], problems: _Problems, last_place: int = MAX_PLACE, stored: bool = False
 ) -> tuple[list[PrizeRow], list[int]]:
     """Row by row, naming every problem. `last_place`: the number of entries, where the
-    document's bounds check it; the table may list at most EXTRA_PLACES places more."""
+    document's bounds check it; the table may list at most EXTRA_PLACES places more.
+    `stored`: see parse_snapshot."""
     rows = []
     by_place: dict[int, tuple[int, int]] = {}  # place -> (amount, index in prizes)
     ok = True
@@ -839,6 +862,17 @@ def _parse_prizes_one_by_one(
             problems.add(path, f"must be a JSON object, not a JSON {_json_type(row)}")
             ok = False
             continue
+        if not stored:
+            # A prize row has few fields and a typo in one is silently lost (`amonut` reads as
+            # no amount, `non_csh` as a cash prize): refused, as in a payment of paid_with.
+            for key in row:
+                if key not in _PRIZE_KEYS:
+                    problems.add(
+                        f"{path}.{_shorten(str(key))}",
+                        "is not a field of a prize row (place, places, amount, non_cash, "
+                        "description)",
+                    )
+                    ok = False
         has_place, has_places = "place" in row, "places" in row
         place_from = place_to = None
         if has_place == has_places:
@@ -947,15 +981,20 @@ def _parse_entries(
     tournament: dict[str, Any] | None,
     problems: _Problems,
     keys: frozenset[str] | None,
+    stored: bool = False,
 ) -> tuple[EntryColumns | None, int | None]:
     """The entries' columns, and, when the bulk path read them, the ':' inside their ids and
-    names (see _entry_colons)."""
+    names (see _entry_colons). `stored`: see parse_snapshot."""
     raw = doc.get("entries", _MISSING)
     if raw is _MISSING:
         problems.add("entries", "is required")
         return None, None
     if not isinstance(raw, list):
         problems.add("entries", f"must be a JSON array, not a JSON {_json_type(raw)}")
+        return None, None
+    if not raw and not stored:
+        # Play started (starts_at is when cards were in the air): someone held a seat.
+        problems.add("entries", "must list at least one entry; a tournament that started has one")
         return None, None
     default_buy_in = tournament["buy_in"] if tournament else None
     default_fee = tournament["fee"] if tournament else None
@@ -1238,7 +1277,9 @@ def _paid_with(
     return tuple(payments)
 
 
-def _parse_incident(doc: dict[str, Any], problems: _Problems) -> IncidentFacts | None:
+def _parse_incident(
+    doc: dict[str, Any], problems: _Problems, stored: bool = False
+) -> IncidentFacts | None:
     inc = _object(doc, "incident", "incident", problems, required=False)
     if inc is None:
         return None
@@ -1246,7 +1287,7 @@ def _parse_incident(doc: dict[str, Any], problems: _Problems) -> IncidentFacts |
     raw = inc.get("failed_at", _MISSING)
     if raw is not _MISSING:
         try:
-            failed_at = parse_timestamp(raw)
+            failed_at = parse_timestamp(raw, stored=stored)
         except ValueError as exc:
             problems.add("incident.failed_at", str(exc))
     site_wide = inc.get("site_wide_issue", False)

@@ -633,9 +633,13 @@ def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
             f"{proposal.policy_id} v{proposal.policy_version_number} ({proposal.policy_sha256[:12]}…)"
         )
     try:
-        # Under the stored policy version, whatever applies to the tournament today.
+        # Under the stored policy version, whatever applies to the tournament today; the
+        # document read as it was accepted, whatever a later release refuses at import.
         result = _compute(
-            parse_snapshot(document), proposal.failed_at, proposal.site_wide_issue, version
+            parse_snapshot(document, stored=True),
+            proposal.failed_at,
+            proposal.site_wide_issue,
+            version,
         )
     except Refused as e:
         differences.append(f"the stored snapshot is now refused: {e}")

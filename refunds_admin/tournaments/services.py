@@ -84,7 +84,8 @@ def _parsed_form(snapshot: Snapshot) -> engine.Snapshot:
         found = stored.load(bytes(snapshot.parsed))
         if found is not None:  # None: written by a release with another layout
             return found
-    return parse_snapshot(snapshot.document)
+    # Accepted when it was imported, perhaps by a release that read more than this one does.
+    return parse_snapshot(snapshot.document, stored=True)
 
 
 def _problems_of(error: SnapshotError) -> Problems:

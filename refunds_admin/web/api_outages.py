@@ -7,7 +7,6 @@ unknown or snapshot-less tournament (and per bad field), and nothing is recorded
 
 import json
 import re
-from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
 from django.http import JsonResponse
@@ -15,8 +14,11 @@ from ninja import Router
 
 from refunds_admin.accounts.roles import CAN_PREPARE, has_role
 from refunds_admin.errors import Refused
+from refunds_admin.handlers import body_too_large
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages import services as outage_services
+from refunds_admin.payouts.money import _json_type
+from refunds_admin.payouts.snapshot import parse_timestamp
 
 from . import api_schemas as schemas
 from .api import REFUSALS, _declared_length, _error, json_body
@@ -30,6 +32,8 @@ MAX_BODY_BYTES = 1024 * 1024
 
 # What PostgreSQL cannot store in a text column (the web form refuses NUL the same way).
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+_MISSING = object()
+TIMESTAMP = "an ISO 8601 date-time string with an offset, like 2026-11-29T21:14:00Z"
 
 
 def _parse(body):
@@ -44,31 +48,37 @@ def _parse(body):
         return None, [("body", "must be a JSON object")]
     problems = [(k, "is not a field of an outage") for k in data if k not in FIELDS]
     failed_at = None
-    raw = data.get("failed_at")
-    if not isinstance(raw, str):
-        problems.append(("failed_at", "is required (ISO 8601 with an offset)"))
+    raw = data.get("failed_at", _MISSING)
+    if raw is _MISSING:
+        problems.append(("failed_at", f"is required: {TIMESTAMP}"))
     else:
+        # The engine's reading of a snapshot's times: one ISO 8601 for the whole API. A number,
+        # a list or an object says what is expected, not that the field is missing.
         try:
-            failed_at = datetime.fromisoformat(raw)
-        except ValueError:
-            problems.append(("failed_at", f"{raw!r} is not an ISO 8601 date and time"))
+            failed_at = parse_timestamp(raw).at
+        except ValueError as exc:
+            problems.append(("failed_at", str(exc)))
     description = data.get("description", "")
     if not isinstance(description, str):
-        problems.append(("description", "must be a string"))
+        problems.append(("description", f"must be a string, not a JSON {_json_type(description)}"))
     elif _UNSTORABLE.search(description):
         problems.append(("description", "may not contain NUL characters or lone surrogates"))
-    cause = data.get("cause")
-    if not isinstance(cause, str):
-        problems.append(("cause", "is required"))
+    causes = ", ".join(Incident.Cause.values)
+    cause = data.get("cause", _MISSING)
+    if cause is _MISSING:
+        problems.append(("cause", f"is required: one of {causes}"))
+    elif not isinstance(cause, str):
+        problems.append(("cause", f"must be one of {causes}, not a JSON {_json_type(cause)}"))
     elif cause not in Incident.Cause.values:
-        problems.append(("cause", f"{cause!r} is not one of {', '.join(Incident.Cause.values)}"))
+        problems.append(("cause", f"{cause[:40]!r} is not one of {causes}"))
     ids = data.get("external_ids")
     if isinstance(ids, list) and len(ids) > MAX_TOURNAMENTS:
         # Refused as a whole: its ids are not looked up one by one.
-        return None, [("external_ids", f"at most {MAX_TOURNAMENTS} tournaments per outage")]
+        many = f"lists {len(ids):,} tournaments; at most {MAX_TOURNAMENTS} per outage"
+        return None, [("external_ids", many)]
     fields = {
         "failed_at": failed_at,
-        "cause": cause,
+        "cause": cause if isinstance(cause, str) else None,
         "description": description if isinstance(description, str) else "",
         "external_ids": ids,
     }
@@ -76,10 +86,8 @@ def _parse(body):
 
 
 def _too_large():
-    return _error(
-        413,
-        f"The request body is larger than the {MAX_BODY_BYTES // 1024} KB this API accepts.",
-        [("external_ids", f"at most {MAX_TOURNAMENTS} tournaments per outage")],
+    return body_too_large(
+        MAX_BODY_BYTES, "body", "see docs/api.md (size limits) for the limits of an outage"
     )
 
 
@@ -99,7 +107,7 @@ router = Router(tags=["outages"])
     },
     openapi_extra=json_body(
         schemas.OutageReport,
-        f"At most {MAX_TOURNAMENTS} tournaments and {MAX_BODY_BYTES // 1024} KB. A 400 names "
+        f"At most {MAX_TOURNAMENTS} tournaments and {MAX_BODY_BYTES // 2**20} MB. A 400 names "
         "each bad field and each unknown or snapshot-less tournament by its external id.",
     ),
 )

@@ -187,8 +187,9 @@ def test_it_fingerprints_the_lines_and_only_the_lines():
 
 
 def test_it_reads_offsets_in_every_iso_8601_form():
+    # (Not a space for the T: ISO 8601 has none, and the API schema's date-time refuses it.)
     for text in ("2026-11-29T19:30:00+01:00", "2026-11-29T19:30:00+0100", "2026-11-29T19:30:00+01",
-                 "2026-11-29t18:30:00z", "2026-11-29 18:30:00Z"):  # fmt: skip
+                 "2026-11-29t18:30:00z"):  # fmt: skip
         assert rule_at(text) == "in_the_money", text
 
 

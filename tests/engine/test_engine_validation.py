@@ -163,7 +163,43 @@ CASES = [
         "tournament.prizes[0].non_cash",
         "true or false",
     ),
+    (
+        "prize row with an unknown key (a typo)",
+        ("tournament", "prizes"),
+        [
+            {"place": 1, "amount": "60.00"},
+            {"place": 2, "amount": "30.00"},
+            {"place": 3, "amount": "0", "amonut": "10.00"},
+        ],
+        "tournament.prizes[2].amonut",
+        "not a field of a prize row",
+    ),
+    (
+        "prize row with every field the format gives it",
+        ("tournament", "prizes"),
+        [
+            {"place": 1, "amount": "60.00", "non_cash": True, "description": "WSOP package"},
+            {"places": [2, 3], "amount": "30.00", "non_cash": False, "description": ""},
+        ],
+        None,
+        None,
+    ),
+    (
+        "start with a space for the T",
+        ("tournament", "starts_at"),
+        "2026-11-29 18:00:00Z",
+        "tournament.starts_at",
+        "needs a T (2026-11-29T18:00:00Z)",
+    ),
+    (
+        "failed_at with a space for the T",
+        ("incident", "failed_at"),
+        "2026-11-29 18:30:00+00:00",
+        "incident.failed_at",
+        "with a space",
+    ),
     ("entries missing", ("entries",), DELETE, "entries", "required"),
+    ("no entries at all", ("entries",), [], "entries", "at least one entry"),
     ("empty entry id", ("entries", 0, "entry_id"), "", "entries[0].entry_id", "empty"),
     ("empty player id", ("entries", 0, "player_id"), "", "entries[0] (e1).player_id", "empty"),
     ("duplicate entry id", ("entries", 1, "entry_id"), "e1", "entries[1] (e1).entry_id", "twice"),
@@ -364,3 +400,19 @@ def test_a_chip_count_too_large_for_64_bits_is_refused_as_too_large():
         p.startswith("entries[0] (e1).chips") and "at most 9,223,372,036,854,775,807" in p
         for p in problems
     ), problems
+
+
+def test_a_stored_document_is_read_as_the_release_that_stored_it_accepted_it():
+    """Earlier releases accepted a space for the T, an unknown key in a prize row and a snapshot
+    without entries; a document they stored still replays (parse_snapshot's `stored`)."""
+    doc = base()
+    doc["tournament"]["starts_at"] = "2026-11-29 18:00:00Z"
+    doc["tournament"]["prizes"][1]["note"] = "as exported"
+    problems = refused(doc)
+    assert any(p.startswith("tournament.starts_at") for p in problems), problems
+    assert any(p.startswith("tournament.prizes[1].note") for p in problems), problems
+    stored = parse_snapshot(doc, stored=True)
+    assert stored.starts_at.at.isoformat() == "2026-11-29T18:00:00+00:00"
+    assert compute_proposal(stored).to_json() == compute_proposal(parse_snapshot(base())).to_json()
+    empty = mutate(("entries",), [])
+    assert parse_snapshot(empty, stored=True).active_count == 0

@@ -17,6 +17,7 @@ from refunds_admin.ledger import selectors as ledger_selectors
 from refunds_admin.payouts import compute_proposal, parse_snapshot
 from refunds_admin.proposals import figures, services
 from refunds_admin.proposals.models import PayoutLine, PayoutProposal
+from refunds_admin.tournaments import services as tournaments
 from refunds_admin.tournaments.models import Snapshot, Tournament
 from tests.support.factories import cancelled_incident, import_doc, open_incident, snapshot_doc
 from tests.support.tampering import triggers_off
@@ -274,6 +275,32 @@ def test_it_replays_against_the_stored_document_not_the_current_one(submitted):
     result = services.replay_proposal(submitted)
     assert not result.matches
     assert any("SHA-256" in d for d in result.differences)
+
+
+def test_a_snapshot_an_earlier_release_accepted_is_still_prepared_and_replayed(
+    support, monkeypatch
+):
+    """Earlier releases read a space for the T of a time, which an import now refuses: the
+    documents they stored are still read, prepared from and replayed as they were accepted."""
+    doc = snapshot_doc("OLD-1")
+    doc["tournament"]["starts_at"] = doc["tournament"]["starts_at"].replace("T", " ")
+    with pytest.raises(Refused, match="space"):
+        import_doc(support, doc=doc)
+    # The earlier release's import: its parse read the space.
+    monkeypatch.setattr(
+        tournaments,
+        "parse_snapshot",
+        lambda document, **kw: parse_snapshot(document, **kw, stored=True),
+    )
+    incident = cancelled_incident(support, doc=doc)
+    monkeypatch.undo()
+    # Stored before the parsed form existed: read again from its document.
+    Snapshot.objects.filter(tournament=incident.tournament).update(parsed=None)
+    tournaments._PARSED.clear()
+    proposal = services.prepare_proposal(incident, acting_user=support)
+    assert proposal.lines.count() == len(doc["entries"])
+    result = services.replay_proposal(proposal)
+    assert result.matches, result.differences
 
 
 def test_it_explains_an_entrys_payout(submitted):

@@ -183,3 +183,66 @@ def test_a_failure_before_2000_is_refused_not_a_500(api, token, support):
     assert response.status_code == 400
     assert response.json()["problems"][0]["field"] == "failed_at"
     assert Outage.objects.count() == 0
+
+
+def test_an_oversized_body_is_refused_as_the_body_in_the_snapshots_words(api, token, support):
+    # Large because of its description, not its ids: the 413 names the body and its limit.
+    body = _body(["A-1"], description="power cut " * 120_000)
+    for response in (
+        _post(api, body, token),  # read, then found too large
+        api.post(
+            URL, data="{}", content_type="application/json", CONTENT_LENGTH=str(2 * 2**20),
+            headers={"Authorization": f"Bearer {token}"},
+        ),  # refused on its declared size, unread
+    ):  # fmt: skip
+        assert response.status_code == 413
+        data = response.json()
+        assert data["error"] == "The request body is larger than the 1 MB this API accepts."
+        assert [p["field"] for p in data["problems"]] == ["body"]
+        assert "external_ids" not in json.dumps(data)
+    snapshot = api.post(
+        "/api/snapshots", data="{}", content_type="application/json",
+        CONTENT_LENGTH=str(200 * 2**20), headers={"Authorization": f"Bearer {token}"},
+    )  # fmt: skip
+    assert (
+        snapshot.json()["error"] == "The request body is larger than the 100 MB this API accepts."
+    )
+    assert Outage.objects.count() == 0
+
+
+def test_each_bad_item_of_external_ids_is_named_by_its_place_in_the_list(api, token, support):
+    import_doc(support, external_id="A-1")
+    ids = ["A-1", 7, "", "  ", None, ["A-1"], "X" * 129]
+    response = _post(api, _body(ids), token)
+    assert response.status_code == 400
+    problems = {p["field"]: p["message"] for p in response.json()["problems"]}
+    assert list(problems) == [f"external_ids[{i}]" for i in range(1, 7)]
+    assert problems["external_ids[1]"].endswith("not a JSON number")
+    assert problems["external_ids[2]"] == problems["external_ids[3]"] == "must not be empty"
+    assert problems["external_ids[4]"].endswith("not a JSON null")
+    assert problems["external_ids[5]"].endswith("not a JSON array")
+    assert "129 characters" in problems["external_ids[6]"]
+    assert Outage.objects.count() == 0 and Incident.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("failed_at", "json_type"),
+    [(1764450840, "number"), (["2026-11-29T21:14:00Z"], "array"), ({"at": "21:14"}, "object")],
+)
+def test_a_failed_at_of_the_wrong_json_type_says_what_it_must_be(
+    api, token, support, failed_at, json_type
+):
+    import_doc(support, external_id="A-1")
+    response = _post(api, _body(["A-1"], failed_at=failed_at, cause=5), token)
+    assert response.status_code == 400
+    problems = {p["field"]: p["message"] for p in response.json()["problems"]}
+    assert "ISO 8601 date-time string with an offset" in problems["failed_at"]
+    assert problems["failed_at"].endswith(f"not a JSON {json_type}")
+    assert "required" not in problems["failed_at"]
+    assert problems["cause"].startswith("must be one of server_crash")
+    assert problems["cause"].endswith("not a JSON number")
+    missing = _body(["A-1"])
+    del missing["failed_at"]
+    message = _post(api, missing, token).json()["problems"][0]
+    assert message["field"] == "failed_at" and message["message"].startswith("is required: an ISO")
+    assert Outage.objects.count() == 0

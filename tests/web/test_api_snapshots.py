@@ -2,10 +2,12 @@
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 from django.test import Client
+from jsonschema import Draft202012Validator
 
 from refunds_admin.tournaments.models import ApiClient, Snapshot, Tournament
 from refunds_admin.tournaments.services import create_api_client
@@ -13,6 +15,7 @@ from tests.support.factories import dumps, snapshot_doc
 
 pytestmark = pytest.mark.django_db
 URL = "/api/snapshots"
+OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 
 
 @pytest.fixture
@@ -137,3 +140,42 @@ def test_it_prints_the_token_once_from_the_command(api, support, capsys):
         hashlib.sha256(token.encode()).hexdigest()
     )
     assert _post(api, dumps(snapshot_doc()), token).status_code == 201
+
+
+def _schema_refuses(doc):
+    """Whether docs/openapi.json's TournamentSnapshot, formats included, forbids the document."""
+    components = json.loads(OPENAPI.read_text(encoding="utf-8"))["components"]
+    schema = {"$ref": "#/components/schemas/TournamentSnapshot", "components": components}
+    validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return not validator.is_valid(doc)
+
+
+def _no_entries(doc):
+    doc["entries"] = []
+
+
+def _typo_in_a_prize_row(doc):
+    doc["tournament"]["prizes"][2]["amonut"] = "10.00"
+
+
+def _space_for_the_t(doc):
+    doc["tournament"]["starts_at"] = doc["tournament"]["starts_at"].replace("T", " ")
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (_no_entries, "entries"),
+        (_typo_in_a_prize_row, "tournament.prizes[2].amonut"),
+        (_space_for_the_t, "tournament.starts_at"),
+    ],
+)
+def test_what_the_schema_forbids_the_server_refuses_naming_the_field(api, token, change, field):
+    doc = snapshot_doc("API-1")
+    assert not _schema_refuses(doc)
+    change(doc)
+    assert _schema_refuses(doc)
+    response = _post(api, dumps(doc), token)
+    assert response.status_code == 400, response.content
+    assert [p["field"] for p in response.json()["problems"]] == [field]
+    assert not Tournament.objects.exists()
