@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Max, Min, Q, Value
 from django.db.models.functions import Collate, Left, Lower
 
 from refunds_admin.audit.models import AuditEvent
@@ -383,7 +383,11 @@ def audit_events(*, tournament="", player="", user="", action="", since=None, un
     (a prefix such as "proposal." works) and a date range."""
     qs = AuditEvent.objects.all()
     if tournament:
-        qs = qs.filter(tournament_external_id=tournament.strip())
+        # In any case, like the player: "up-ex-1" finds UP-EX-1's events (audit migration 0007
+        # indexes the lowered id; the database lowers both sides, so they agree).
+        qs = qs.annotate(tournament_lower=Lower("tournament_external_id")).filter(
+            tournament_lower=Lower(Value(tournament.strip()))
+        )
     if player:
         qs = qs.filter(_concerning_player(player.strip()))
     if user:
