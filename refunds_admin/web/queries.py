@@ -405,24 +405,32 @@ def _concerning_player(player):
     """The events about one player: those that name them (an approval lists the players it
     credits, a statement copy its player), a preparation of a proposal with one of their
     entries, and the posting and statement events of a proposal whose approval credits them.
+    The id is found in any case, like the tournament's: "P2" finds p2's events.
 
     The last two are found by proposal: the ids are read first (a player is on a few
     proposals), so that each branch is an index lookup -- the GIN index on player_ids, the
     entries' lower(player_id) index, (object_type, object_id) -- instead of a filter over every
     proposal's events."""
-    if connection.vendor == "postgresql":
-        named = Q(player_ids__contains=[player])
-    else:  # SQLite has no JSON containment; the JSON text holds the id in quotes.
-        named = Q(player_ids__icontains=f'"{player}"')
+    # The id as the entries spell it, and their snapshots. The database lowers both sides, so
+    # that an id it lowers differently from Python (outside ASCII) is still found.
+    found = set(
+        Entry.objects.annotate(player_lower=player_id_lower())
+        .filter(player_lower=_lowered_like_player_id(player))
+        .values_list("player_id", "snapshot_id")
+        .distinct()
+    )
+    named = Q()
+    for spelling in sorted({player} | {player_id for player_id, _ in found}):
+        if connection.vendor == "postgresql":
+            named |= Q(player_ids__contains=[spelling])
+        else:  # SQLite has no JSON containment; the JSON text holds the id in quotes.
+            named |= Q(player_ids__icontains=f'"{spelling}"')
     # A proposal's preparation concerns every player on its lines, which are its snapshot's
     # entries. The event does not list them (a 100k-entry list would cost each prepare half
-    # a second of search index): the entries' lower(player_id) index finds them.
-    snapshots = (
-        Entry.objects.annotate(player_lower=player_id_lower())
-        .filter(player_lower=player.lower(), player_id=player)
-        .values("snapshot_id")
+    # a second of search index).
+    prepared = _proposal_ids(
+        PayoutProposal.objects.filter(snapshot_id__in={snapshot for _, snapshot in found}), "id"
     )
-    prepared = _proposal_ids(PayoutProposal.objects.filter(snapshot_id__in=snapshots), "id")
     # Posting and statements concern the players the approval credits, as the approval's own
     # event lists them (the posting writes one credit per credited line, the statements go
     # to each credited player); their events do not repeat a list of 100k players.
@@ -438,6 +446,13 @@ def _concerning_player(player):
         | Q(action="proposal.prepared", object_type="payoutproposal", object_id__in=prepared)
         | (Q(object_type="payoutproposal", object_id__in=credited) & paid_and_told)
     )
+
+
+def _lowered_like_player_id(text):
+    """`text` lowered by the database the way player_id_lower() lowers the column."""
+    if connection.vendor == "postgresql":
+        return Collate(Lower(Value(text)), "C")
+    return Lower(Value(text))
 
 
 def _proposal_ids(qs, field):

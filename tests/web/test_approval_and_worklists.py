@@ -351,6 +351,27 @@ def test_it_finds_the_posting_and_the_statements_of_a_credited_player(
     assert "<code>ledger." not in out and "<code>notifications." not in out
 
 
+def test_it_finds_a_players_events_whatever_the_case_typed(client, support, other_manager, auditor):
+    """Like the tournament filter: the player id as an auditor types it, P2 for p2."""
+    posted_proposal(support, other_manager, external_id="T-CASE")
+    client.force_login(auditor)
+
+    def actions(player):
+        page = _page(client, "audit", player=player).split('id="events"')[1]
+        return sorted(re.findall(r"<code>([a-z_]+\.[a-z_]+)</code>", page))
+
+    expected = [
+        "ledger.posted",
+        "ledger.posting_started",
+        "proposal.approved",
+        "proposal.prepared",
+    ]
+    assert actions("p2") == expected
+    assert actions("P2") == expected and actions(" p2 ") == expected
+    assert actions("P6") == ["proposal.prepared"]  # eliminated: on the preparation only
+    assert actions("P") == []  # the whole id, not a part of it
+
+
 def test_it_searches_the_breakdown_by_any_case_prefix_of_the_screen_name(client, support, auditor):
     proposal = submitted_proposal(support)
     client.force_login(auditor)
