@@ -337,6 +337,9 @@ def entries_at(snapshot_id, positions):
 
 
 _METHOD_WORDS = {"cash": "cash", "tournament_money": "tournament money", "ticket": "ticket"}
+# What the pages say of an entry without paid_with (it paid all in cash: the spec's default) and
+# of a line without refunds (refunded in cash, as rule 2 always pays); the exports say the same.
+ALL_IN_CASH = "cash"
 
 
 def payments_text(payments, currency):

@@ -11,9 +11,11 @@ TKT-1 and e5 with $20 of tournament money and $23 cash.
 import csv
 import io
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
+import openpyxl
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -514,10 +516,48 @@ def test_the_exports_of_a_rule_1_proposal_name_each_returned_ticket(client, supp
     rows = {row["entry_id"]: row for row in csv.DictReader(io.StringIO(body.decode("utf-8-sig")))}
     assert rows["e1"]["refunds"] == "ticket TKT-1 43.00"
     assert rows["e5"]["paid_with"] == "tournament_money 20.00; cash 23.00"
-    assert rows["e2"]["refunds"] == ""
+    assert rows["e2"]["refunds"] == "cash"  # paid in cash, refunded in cash, as the page says
     body = b"".join(client.get(f"/proposals/{proposal.pk}/export.json").streaming_content)
     e1 = json.loads(body)["lines"][0]
     assert e1["refunds"] == [{"method": "ticket", "amount": "43.00", "ticket_id": "TKT-1"}]
+
+
+def test_the_exports_say_cash_where_the_breakdown_does(client, support, auditor):
+    """An entry without paid_with paid in cash (the spec's default), and a line without refunds
+    is refunded in cash: the breakdown says "cash" in both columns, and so do the CSV and XLSX,
+    rather than leaving the finance team a blank cell."""
+    full_refund = _full_refund(support, knockout_doc())  # rule 1: returned as paid
+    not_in_the_money = draft_proposal(support, doc=knockout_doc("T-KO-2"))  # rule 2: in cash
+    client.force_login(auditor)
+    for proposal in (full_refund, not_in_the_money):
+        page = client.get(f"/proposals/{proposal.pk}/", {"show": ""}).content.decode()  # all
+        shown = {
+            entry: re.findall(r'<td class="payments">([^<]*)</td>', row)
+            for entry, row in re.findall(r"<td>(e\d+)</td>(.*?)</tr>", page, re.S)
+        }
+        assert shown["e2"] == ["cash", "cash"] and shown["e1"][0] == "ticket TKT-1 USD 43.00"
+        body = b"".join(client.get(f"/proposals/{proposal.pk}/export.csv").streaming_content)
+        rows = {r["entry_id"]: r for r in csv.DictReader(io.StringIO(body.decode("utf-8-sig")))}
+        response = client.get(f"/proposals/{proposal.pk}/export.xlsx")
+        sheet = openpyxl.load_workbook(io.BytesIO(b"".join(response.streaming_content))).active
+        header, *cells = [[c.value for c in row] for row in sheet.iter_rows()]
+        records = {r[header.index("entry_id")]: r for r in cells}
+        assert len(rows) == len(records) == len(shown) == 10
+        for entry, (paid_with, refunds) in shown.items():
+            for written in (
+                (rows[entry]["paid_with"], rows[entry]["refunds"]),
+                (
+                    records[entry][header.index("paid_with")],
+                    records[entry][header.index("refunds")],
+                ),
+            ):
+                # The page writes the currency beside each amount; the files, the amount alone.
+                assert written == tuple(
+                    t.replace("tournament money", "tournament_money")
+                    .replace(" + ", "; ")
+                    .replace("USD ", "")
+                    for t in (paid_with, refunds)
+                ), (proposal.rule, entry)
 
 
 # --------------------------------------------------------------------------------------------
