@@ -40,6 +40,7 @@ from tests.support.factories import (
     import_doc,
     knockout_doc,
     posted_proposal,
+    snapshot_doc,
     submitted_proposal,
 )
 
@@ -594,6 +595,39 @@ def test_the_players_email_tells_the_bounty_and_the_equal_share(support, manager
     assert ann.body == proposals.statement(proposal, "e1") + "\n"
     assert "The bounty on your head\t$20.00" in ann.body
     assert "shared equally among 4 players" in ann.body
+
+
+def test_the_statement_says_how_the_policy_divides_the_amount_remaining(
+    client, support, manager, auditor, settings
+):
+    """Under roll-forward-50-50 the amount remaining is half equal shares, half chip equity: the
+    statement page (which prints), the player's e-mail and the support copy say so, where the
+    default policy's statement still says it all goes to chip equity."""
+    from django.core import mail
+
+    from refunds_admin.notifications import services as notifications
+    from refunds_admin.notifications import staff
+
+    settings.STATEMENT_CHANNEL = "email"
+    split = "Amount remaining, 50% in equal shares and 50% by chip equity"
+    seed = "Amount remaining for chip equity disbursement"
+    doc = snapshot_doc("T-ROLL", policy="roll-forward-50-50", emails={"e1": "ann@example.test"})
+    rolled = posted_proposal(support, manager, doc=doc)
+    default = posted_proposal(support, manager, external_id="T-SEED")
+    client.force_login(auditor)
+    page = client.get(f"/proposals/{rolled.pk}/statement/e1/").content.decode()
+    assert split in page and seed not in page
+    page = client.get(f"/proposals/{default.pk}/statement/e1/").content.decode()
+    assert seed in page and split not in page
+    staff.dispatch_events()
+    notifications.deliver_statements(rolled.pk)
+    (ann,) = mail.outbox
+    assert split in ann.body and seed not in ann.body
+    assert split in ann.alternatives[0][0]  # the HTML part too
+    notifications.send_statement_copy(
+        rolled, "p1", address="ann.new@example.test", acting_user=support
+    )
+    assert split in mail.outbox[-1].body and mail.outbox[-1].to == ["ann.new@example.test"]
 
 
 def test_a_batch_with_non_cash_refunds_is_approved_and_posts_them(support, manager):
