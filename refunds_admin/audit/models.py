@@ -1,5 +1,7 @@
 from django.conf import settings
 from django.db import models
+from django.db.models import F
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 
@@ -57,6 +59,8 @@ class AuditEvent(models.Model):
             models.Index(fields=["action", "id"], name="audit_action_id"),
             models.Index(fields=["object_type", "object_id", "id"], name="audit_object_id"),
             models.Index(fields=["tournament_external_id", "id"], name="audit_tournament_id"),
+            # The history's tournament search, in any case (web/queries.audit_events).
+            models.Index(Lower("tournament_external_id"), F("id"), name="audit_tournament_lower"),
         ]
 
     def __str__(self):

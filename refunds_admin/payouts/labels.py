@@ -76,6 +76,11 @@ STATEMENT_TEXT: dict[str, str] = {
     "buy_ins": "Buy-in refunds to the {n} players remaining",
     "nothing_returned": "Nothing is returned before the money: the whole pool is shared",
     "equity_pool": "Amount remaining for chip equity disbursement",
+    # ... under a policy that shares some of it equally (policies.md, the equal share)
+    "equity_pool_split": (
+        "Amount remaining, {percent}% in equal shares and {chips_percent}% by chip equity"
+    ),
+    "equity_pool_equal": "Amount remaining, all in equal shares",
     "equal_pool": "{percent}% of {pool} shared equally among {n} players: {each}",
     "equal_left": "the {cents} cents left over go one each to the largest stacks",
     "chip_pool": "The other {percent}% shared by chips",

@@ -89,9 +89,9 @@ def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
             out.append((label, money(guaranteed)))
         else:
             out.append((_text("buy_ins", n=f"{n:,}"), money(guaranteed)))
-    out.append((_text("equity_pool"), money(s["equity_pool"])))
     equal_pool = s.get("equal_shares", 0)
     percent = policy.equal_share_percent(in_money)
+    out.append((_equity_pool_label(percent), money(s["equity_pool"])))
     if equal_pool:
         each, left = divmod(equal_pool, n)
         label = _text(
@@ -154,6 +154,17 @@ def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
         out.append((_text("bounty_refund"), money(line.bounty_refund)))
     out.append((_text("total"), money(line.total)))
     return out
+
+
+def _equity_pool_label(percent: int) -> str:
+    """What the amount remaining is for, as the policy divides it (`percent` of it in equal
+    shares, the rest by chip equity): the seed's words when it all goes by chip equity, as
+    rule_sentence says it on the approval page."""
+    if percent == 0:
+        return _text("equity_pool")
+    if percent == 100:
+        return _text("equity_pool_equal")
+    return _text("equity_pool_split", percent=percent, chips_percent=100 - percent)
 
 
 def _full_refund_reason(proposal: Proposal) -> str:

@@ -3,14 +3,18 @@
 PostedTotal is written by the posting job in the transaction that marks a proposal posted, from
 the credits themselves, so these totals are the ledger's to the cent; the report reads one row
 per posting (about a thousand a year), never the millions of credits. The date range is on the
-day a proposal was posted (UTC), both ends included.
+day a proposal was posted, both ends included, and the months are calendar months, both in the
+operator's time zone (settings.TIME_ZONE, the audit history's days too): a refund posted at
+23:30 there is on that day in both, whoever reads them.
 """
 
 import statistics
+import zoneinfo
 from collections import defaultdict
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, time, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncMonth
 
@@ -41,15 +45,31 @@ def _costs():
     return {name: Sum(name) for name in COST_FIELDS}
 
 
+def report_zone():
+    """The operator's time zone (settings.TIME_ZONE): the report's days and months are its own,
+    not the reader's, so that everyone reads the same figures."""
+    return zoneinfo.ZoneInfo(settings.TIME_ZONE)
+
+
 def _window(start, end):
+    zone = report_zone()
     qs = PostedTotal.objects.all()
     if start:
-        qs = qs.filter(posted_at__gte=datetime.combine(start, time.min, tzinfo=UTC))
+        qs = qs.filter(posted_at__gte=datetime.combine(start, time.min, tzinfo=zone))
     if end:
         qs = qs.filter(
-            posted_at__lt=datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC)
+            posted_at__lt=datetime.combine(end + timedelta(days=1), time.min, tzinfo=zone)
         )
     return qs
+
+
+def _months(rows):
+    """Each row's month as a date (its first day): a month, not an instant that a page would
+    show in the reader's time zone (the 1st at 00:00 in Malta is still October in New York)."""
+    rows = list(rows)
+    for row in rows:
+        row["month"] = row["month"].date()
+    return rows
 
 
 def finance_report(start=None, end=None):
@@ -58,13 +78,16 @@ def finance_report(start=None, end=None):
     Returns rows (month, cause, rule, currency, incidents, players, credits, cents and the
     COST_FIELDS), the totals per currency (the same figures), `by_method`: per month, cause and
     currency what was paid in cash, credited as tournament money, returned as tickets, shared
-    equally, returned as bounties and kept by the house as overlay; the number of incidents and players, and the median time from failure to
-    posted. Players are counted once per incident (a player refunded by two incidents counts
-    twice): the distinct count across incidents would have to read the credits.
+    equally, returned as bounties and kept by the house as overlay; the number of incidents and
+    players, and the median time from failure to posted. Players are counted once per incident
+    (a player refunded by two incidents counts twice): the distinct count across incidents
+    would have to read the credits. Days and months are the operator's (`time_zone`, the name
+    of report_zone()); a row's month is the date of its first day.
     """
+    zone = report_zone()
     qs = _window(start, end)
-    rows = list(
-        qs.annotate(month=TruncMonth("posted_at", tzinfo=UTC))
+    rows = _months(
+        qs.annotate(month=TruncMonth("posted_at", tzinfo=zone))
         .values("month", "cause", "rule", "currency")
         .annotate(
             incidents=Count("proposal__incident_id", distinct=True),
@@ -88,8 +111,8 @@ def finance_report(start=None, end=None):
         )
         .order_by("currency")
     )
-    by_method = list(
-        qs.annotate(month=TruncMonth("posted_at", tzinfo=UTC))
+    by_method = _months(
+        qs.annotate(month=TruncMonth("posted_at", tzinfo=zone))
         .values("month", "cause", "currency")
         .annotate(
             incidents=Count("proposal__incident_id", distinct=True), cents=Sum("cents"), **_costs()
@@ -114,6 +137,7 @@ def finance_report(start=None, end=None):
         "postings": len(delays),
         "median_seconds": statistics.median(delays) if delays else None,
         "currencies": [t["currency"] for t in totals],
+        "time_zone": zone.key,
     }
 
 
@@ -124,7 +148,7 @@ def chart_series(rows, currency):
     for row in rows:
         if row["currency"] != currency:
             continue
-        month = row["month"].date().replace(day=1)
+        month = row["month"]
         months.add(month)
         causes.add(row["cause"])
         values[(month, row["cause"])] += row["cents"]

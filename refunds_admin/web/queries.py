@@ -13,8 +13,8 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import CharField, Count, Max, Min, Q
-from django.db.models.functions import Cast, Collate, Left, Lower
+from django.db.models import Count, Max, Min, Q, Value
+from django.db.models.functions import Collate, Left, Lower
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.services import rule_sentence
@@ -337,6 +337,9 @@ def entries_at(snapshot_id, positions):
 
 
 _METHOD_WORDS = {"cash": "cash", "tournament_money": "tournament money", "ticket": "ticket"}
+# What the pages say of an entry without paid_with (it paid all in cash: the spec's default) and
+# of a line without refunds (refunded in cash, as rule 2 always pays); the exports say the same.
+ALL_IN_CASH = "cash"
 
 
 def payments_text(payments, currency):
@@ -372,35 +375,24 @@ def chart_points(proposal, limit=500):
         return [(int(c), int(t), bool(k)) for c, t, k in cursor.fetchall()]
 
 
+# The events of a proposal that concern every player its approval credits: posting the credits
+# into their accounts (ledger.posting_started, ledger.posted, ...) and telling them with their
+# statements (notifications.statements_scheduled, notifications.statements_sent, ...).
+CREDITED_PLAYERS_ACTIONS = ("ledger.", "notifications.statements_")
+
+
 def audit_events(*, tournament="", player="", user="", action="", since=None, until=None):
     """The audit history filtered the way an auditor asks: by tournament, player, user, action
     (a prefix such as "proposal." works) and a date range."""
     qs = AuditEvent.objects.all()
     if tournament:
-        qs = qs.filter(tournament_external_id=tournament.strip())
+        # In any case, like the player: "up-ex-1" finds UP-EX-1's events (audit migration 0007
+        # indexes the lowered id; the database lowers both sides, so they agree).
+        qs = qs.annotate(tournament_lower=Lower("tournament_external_id")).filter(
+            tournament_lower=Lower(Value(tournament.strip()))
+        )
     if player:
-        player = player.strip()
-        if connection.vendor == "postgresql":
-            named = Q(player_ids__contains=[player])
-        else:  # SQLite has no JSON containment; the JSON text holds the id in quotes.
-            named = Q(player_ids__icontains=f'"{player}"')
-        # A proposal's preparation concerns every player on its lines, which are its snapshot's
-        # entries. The event does not list them (a 100k-entry list would cost each prepare half
-        # a second of search index): the entries' lower(player_id) index finds them.
-        snapshots = (
-            Entry.objects.annotate(player_lower=player_id_lower())
-            .filter(player_lower=player.lower(), player_id=player)
-            .values("snapshot_id")
-        )
-        on_lines = (
-            PayoutProposal.objects.filter(snapshot_id__in=snapshots)
-            .annotate(object_id=Cast("id", CharField()))
-            .values("object_id")
-        )
-        prepared = Q(action="proposal.prepared", object_type="payoutproposal") & Q(
-            object_id__in=on_lines
-        )
-        qs = qs.filter(named | prepared)
+        qs = qs.filter(_concerning_player(player.strip()))
     if user:
         qs = qs.filter(actor_name=user.strip())
     if action:
@@ -410,6 +402,65 @@ def audit_events(*, tournament="", player="", user="", action="", since=None, un
     if until:
         qs = qs.filter(created_at__lt=until)
     return qs
+
+
+def _concerning_player(player):
+    """The events about one player: those that name them (an approval lists the players it
+    credits, a statement copy its player), a preparation of a proposal with one of their
+    entries, and the posting and statement events of a proposal whose approval credits them.
+    The id is found in any case, like the tournament's: "P2" finds p2's events.
+
+    The last two are found by proposal: the ids are read first (a player is on a few
+    proposals), so that each branch is an index lookup -- the GIN index on player_ids, the
+    entries' lower(player_id) index, (object_type, object_id) -- instead of a filter over every
+    proposal's events."""
+    # The id as the entries spell it, and their snapshots. The database lowers both sides, so
+    # that an id it lowers differently from Python (outside ASCII) is still found.
+    found = set(
+        Entry.objects.annotate(player_lower=player_id_lower())
+        .filter(player_lower=_lowered_like_player_id(player))
+        .values_list("player_id", "snapshot_id")
+        .distinct()
+    )
+    named = Q()
+    for spelling in sorted({player} | {player_id for player_id, _ in found}):
+        if connection.vendor == "postgresql":
+            named |= Q(player_ids__contains=[spelling])
+        else:  # SQLite has no JSON containment; the JSON text holds the id in quotes.
+            named |= Q(player_ids__icontains=f'"{spelling}"')
+    # A proposal's preparation concerns every player on its lines, which are its snapshot's
+    # entries. The event does not list them (a 100k-entry list would cost each prepare half
+    # a second of search index).
+    prepared = _proposal_ids(
+        PayoutProposal.objects.filter(snapshot_id__in={snapshot for _, snapshot in found}), "id"
+    )
+    # Posting and statements concern the players the approval credits, as the approval's own
+    # event lists them (the posting writes one credit per credited line, the statements go
+    # to each credited player); their events do not repeat a list of 100k players.
+    credited = _proposal_ids(
+        AuditEvent.objects.filter(named, action="proposal.approved", object_type="payoutproposal"),
+        "object_id",
+    )
+    paid_and_told = Q()
+    for prefix in CREDITED_PLAYERS_ACTIONS:
+        paid_and_told |= Q(action__startswith=prefix)
+    return (
+        named
+        | Q(action="proposal.prepared", object_type="payoutproposal", object_id__in=prepared)
+        | (Q(object_type="payoutproposal", object_id__in=credited) & paid_and_told)
+    )
+
+
+def _lowered_like_player_id(text):
+    """`text` lowered by the database the way player_id_lower() lowers the column."""
+    if connection.vendor == "postgresql":
+        return Collate(Lower(Value(text)), "C")
+    return Lower(Value(text))
+
+
+def _proposal_ids(qs, field):
+    """Proposal ids as the audit's object_id holds them (text)."""
+    return sorted({str(pk) for pk in qs.values_list(field, flat=True)})
 
 
 # --------------------------------------------------------------------------------------------

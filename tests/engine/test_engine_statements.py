@@ -1,7 +1,7 @@
 """A player's statement for each way a tournament ends: the policy's layout, to the cent."""
 
-from refunds_admin.payouts import compute_proposal, explain, parse_snapshot
-from tests.support.factories import active, engine_doc, out
+from refunds_admin.payouts import compute_proposal, explain, parse_policy, parse_snapshot
+from tests.support.factories import active, engine_doc, out, policy_doc
 
 ENTRIES = [active(1, 3000), active(2, 1000), out(3)]
 
@@ -69,6 +69,41 @@ def test_it_never_claims_an_amount_for_each_when_the_buy_ins_differ_but_divide_e
     text = _explain(engine_doc(entries=entries, failed_after="01:00:00"), "e1")
     assert "for each of the 3 players" not in text
     assert "Buy-in refunds to the 3 players remaining\t$60.00" in text
+
+
+def test_it_says_how_the_policy_divides_the_amount_remaining():
+    """The default policy gives the amount remaining by chip equity, and its statement says
+    "Amount remaining for chip equity disbursement"; a policy that shares some of it equally
+    says so, as the approval page's sentence does (rule_sentence)."""
+    entries = [active(1, 3000), active(2, 1000), active(4, 500), out(3)]
+    prizes = [{"place": 1, "amount": "150.00"}, {"place": 2, "amount": "60.00"}]
+    doc = engine_doc(entries=entries, prizes=prizes, failed_after="01:00:00")
+    default = _explain(doc, "e1")
+    assert "Amount remaining for chip equity disbursement\t$120.00" in default
+    assert "equal share" not in default.lower()
+
+    def under(policy):
+        return explain(compute_proposal(parse_snapshot(doc), policy=policy), "e1")
+
+    half = under(parse_policy(policy_doc("roll-forward-50-50")))
+    assert "Amount remaining, 50% in equal shares and 50% by chip equity\t$210.00" in half
+    assert "chip equity disbursement" not in half
+    assert "Your equal share (50% of $210.00 shared equally among 3 players)\t$35.00" in half
+    quarter = under(parse_policy(policy_doc(**{"not_in_the_money.equal_share_percent": 25})))
+    assert "Amount remaining, 25% in equal shares and 75% by chip equity\t" in quarter
+    everything = under(parse_policy(policy_doc(**{"not_in_the_money.equal_share_percent": 100})))
+    assert "Amount remaining, all in equal shares\t$210.00" in everything
+    assert "chip equity disbursement" not in everything
+    # In the money, the policy's in-the-money share: buy-in-back-50-50 shares half equally.
+    itm = engine_doc(
+        entries=[active(1, 3000), active(2, 1000), out(3)], prizes=prizes, failed_after="01:00:00"
+    )
+    in_money = explain(
+        compute_proposal(parse_snapshot(itm), policy=parse_policy(policy_doc("buy-in-back-50-50"))),
+        "e1",
+    )
+    assert "Payout rule: Rule 2: in the money" in in_money
+    assert "Amount remaining, 50% in equal shares and 50% by chip equity\t$90.00" in in_money
 
 
 class _CountedColumn(list):

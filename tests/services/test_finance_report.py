@@ -3,14 +3,17 @@ currency, for any date range; managers and auditors only; chart, CSV and a posti
 
 import csv
 import io
-from datetime import timedelta
+import zoneinfo
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+import openpyxl
 import pytest
 from django.db.models import Sum
 from django.urls import reverse
 from django.utils import timezone
 
+from refunds_admin.ledger import posting
 from refunds_admin.ledger.models import Credit, PostedTotal
 from refunds_admin.proposals.models import PayoutProposal
 from refunds_admin.reports import selectors
@@ -121,3 +124,44 @@ def test_an_all_cash_posting_is_all_cash_paid_in_the_per_method_table_and_csv(
         rows[0]
     )
     assert all(r["cash_paid"] == r["amount"] and r["tickets_returned"] == "0" for r in rows)
+
+
+def test_it_counts_the_days_and_months_of_the_operators_time_zone_and_says_which(
+    client, support, manager, auditor, settings, time_machine, monkeypatch
+):
+    """A refund posted at 23:30 on 30 November in New York (04:30 UTC on 1 December) is a
+    refund of 30 November and of November in the report, as in the audit history, and the
+    report says whose days they are: the page, the CSV and the XLSX."""
+    settings.TIME_ZONE = "America/New_York"
+    new_york = zoneinfo.ZoneInfo("America/New_York")
+    posted_at = datetime(2026, 11, 30, 23, 30, tzinfo=new_york)
+    time_machine.move_to(posted_at, tick=False)
+    # PostgreSQL's clock cannot be frozen: the posting stamps this process's, as on SQLite.
+    monkeypatch.setattr(posting, "db_now", timezone.now)
+    proposal = posted_proposal(support, manager, external_id="TZ-1")
+    assert PostedTotal.objects.get(proposal=proposal).posted_at == posted_at
+
+    november_30 = date(2026, 11, 30)
+    report = selectors.finance_report(november_30, november_30)
+    assert report["postings"] == 1 and report["time_zone"] == "America/New_York"
+    assert [r["month"] for r in report["rows"]] == [date(2026, 11, 1)]
+    assert [r["month"] for r in report["by_method"]] == [date(2026, 11, 1)]
+    assert selectors.finance_report(date(2026, 12, 1), None)["postings"] == 0
+
+    client.force_login(auditor)
+    day = {"start": "2026-11-30", "end": "2026-11-30"}
+    page = client.get(reverse("finance_report"), day).text
+    assert "Nov 2026" in page and "Dec 2026" not in page and "TZ-1" in page
+    assert "Days of posting and months in America/New_York" in page
+    # The audit history shows the posting on the same day.
+    audit = client.get(reverse("audit"), {"since": "2026-11-30", "until": "2026-11-30"}).text
+    assert "ledger.posted" in audit
+
+    exported = b"".join(client.get(reverse("finance_report_csv"), day).streaming_content)
+    rows = list(csv.DictReader(io.StringIO(exported.decode("utf-8-sig"))))
+    assert [(r["month"], r["time_zone"]) for r in rows] == [("2026-11", "America/New_York")]
+    response = client.get(reverse("finance_report_xlsx"), day)
+    sheet = openpyxl.load_workbook(io.BytesIO(b"".join(response.streaming_content))).active
+    header, *records = [[c.value for c in row] for row in sheet.iter_rows()]
+    assert header[0] == "month" and header[-1] == "time_zone"
+    assert [(r[0].date(), r[-1]) for r in records] == [(date(2026, 11, 1), "America/New_York")]

@@ -11,9 +11,11 @@ TKT-1 and e5 with $20 of tournament money and $23 cash.
 import csv
 import io
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
+import openpyxl
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -38,6 +40,7 @@ from tests.support.factories import (
     import_doc,
     knockout_doc,
     posted_proposal,
+    snapshot_doc,
     submitted_proposal,
 )
 
@@ -514,10 +517,48 @@ def test_the_exports_of_a_rule_1_proposal_name_each_returned_ticket(client, supp
     rows = {row["entry_id"]: row for row in csv.DictReader(io.StringIO(body.decode("utf-8-sig")))}
     assert rows["e1"]["refunds"] == "ticket TKT-1 43.00"
     assert rows["e5"]["paid_with"] == "tournament_money 20.00; cash 23.00"
-    assert rows["e2"]["refunds"] == ""
+    assert rows["e2"]["refunds"] == "cash"  # paid in cash, refunded in cash, as the page says
     body = b"".join(client.get(f"/proposals/{proposal.pk}/export.json").streaming_content)
     e1 = json.loads(body)["lines"][0]
     assert e1["refunds"] == [{"method": "ticket", "amount": "43.00", "ticket_id": "TKT-1"}]
+
+
+def test_the_exports_say_cash_where_the_breakdown_does(client, support, auditor):
+    """An entry without paid_with paid in cash (the spec's default), and a line without refunds
+    is refunded in cash: the breakdown says "cash" in both columns, and so do the CSV and XLSX,
+    rather than leaving the finance team a blank cell."""
+    full_refund = _full_refund(support, knockout_doc())  # rule 1: returned as paid
+    not_in_the_money = draft_proposal(support, doc=knockout_doc("T-KO-2"))  # rule 2: in cash
+    client.force_login(auditor)
+    for proposal in (full_refund, not_in_the_money):
+        page = client.get(f"/proposals/{proposal.pk}/", {"show": ""}).content.decode()  # all
+        shown = {
+            entry: re.findall(r'<td class="payments">([^<]*)</td>', row)
+            for entry, row in re.findall(r"<td>(e\d+)</td>(.*?)</tr>", page, re.S)
+        }
+        assert shown["e2"] == ["cash", "cash"] and shown["e1"][0] == "ticket TKT-1 USD 43.00"
+        body = b"".join(client.get(f"/proposals/{proposal.pk}/export.csv").streaming_content)
+        rows = {r["entry_id"]: r for r in csv.DictReader(io.StringIO(body.decode("utf-8-sig")))}
+        response = client.get(f"/proposals/{proposal.pk}/export.xlsx")
+        sheet = openpyxl.load_workbook(io.BytesIO(b"".join(response.streaming_content))).active
+        header, *cells = [[c.value for c in row] for row in sheet.iter_rows()]
+        records = {r[header.index("entry_id")]: r for r in cells}
+        assert len(rows) == len(records) == len(shown) == 10
+        for entry, (paid_with, refunds) in shown.items():
+            for written in (
+                (rows[entry]["paid_with"], rows[entry]["refunds"]),
+                (
+                    records[entry][header.index("paid_with")],
+                    records[entry][header.index("refunds")],
+                ),
+            ):
+                # The page writes the currency beside each amount; the files, the amount alone.
+                assert written == tuple(
+                    t.replace("tournament money", "tournament_money")
+                    .replace(" + ", "; ")
+                    .replace("USD ", "")
+                    for t in (paid_with, refunds)
+                ), (proposal.rule, entry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -554,6 +595,39 @@ def test_the_players_email_tells_the_bounty_and_the_equal_share(support, manager
     assert ann.body == proposals.statement(proposal, "e1") + "\n"
     assert "The bounty on your head\t$20.00" in ann.body
     assert "shared equally among 4 players" in ann.body
+
+
+def test_the_statement_says_how_the_policy_divides_the_amount_remaining(
+    client, support, manager, auditor, settings
+):
+    """Under roll-forward-50-50 the amount remaining is half equal shares, half chip equity: the
+    statement page (which prints), the player's e-mail and the support copy say so, where the
+    default policy's statement still says it all goes to chip equity."""
+    from django.core import mail
+
+    from refunds_admin.notifications import services as notifications
+    from refunds_admin.notifications import staff
+
+    settings.STATEMENT_CHANNEL = "email"
+    split = "Amount remaining, 50% in equal shares and 50% by chip equity"
+    seed = "Amount remaining for chip equity disbursement"
+    doc = snapshot_doc("T-ROLL", policy="roll-forward-50-50", emails={"e1": "ann@example.test"})
+    rolled = posted_proposal(support, manager, doc=doc)
+    default = posted_proposal(support, manager, external_id="T-SEED")
+    client.force_login(auditor)
+    page = client.get(f"/proposals/{rolled.pk}/statement/e1/").content.decode()
+    assert split in page and seed not in page
+    page = client.get(f"/proposals/{default.pk}/statement/e1/").content.decode()
+    assert seed in page and split not in page
+    staff.dispatch_events()
+    notifications.deliver_statements(rolled.pk)
+    (ann,) = mail.outbox
+    assert split in ann.body and seed not in ann.body
+    assert split in ann.alternatives[0][0]  # the HTML part too
+    notifications.send_statement_copy(
+        rolled, "p1", address="ann.new@example.test", acting_user=support
+    )
+    assert split in mail.outbox[-1].body and mail.outbox[-1].to == ["ann.new@example.test"]
 
 
 def test_a_batch_with_non_cash_refunds_is_approved_and_posts_them(support, manager):

@@ -14,6 +14,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.core import mail
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 from django.utils import timezone
@@ -24,6 +25,8 @@ from refunds_admin.audit.models import AuditEvent
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incidents
 from refunds_admin.incidents.models import Incident
+from refunds_admin.notifications import services as notifications
+from refunds_admin.notifications import staff as staff_notifications
 from refunds_admin.proposals import services as proposals
 from refunds_admin.web import queries
 from tests.support.factories import (
@@ -32,6 +35,7 @@ from tests.support.factories import (
     draft_proposal,
     import_doc,
     open_incident,
+    posted_proposal,
     submitted_proposal,
 )
 
@@ -311,6 +315,61 @@ def test_it_finds_the_events_that_concern_a_player(client, support, other_manage
     events = _page(client, "audit", player="p6").split('id="events"')[1]
     assert "proposal.prepared" in events and "proposal.approved" not in events
     assert "No event matches." in _page(client, "audit", player="p99")
+
+
+def test_it_finds_the_posting_and_the_statements_of_a_credited_player(
+    client, support, other_manager, auditor, settings
+):
+    """The credits posted to a player's account and the statements e-mailed to them are
+    events about that player, although (for 100k players) they do not list them."""
+    settings.STATEMENT_CHANNEL = "email"
+    paid = posted_proposal(
+        support, other_manager, external_id="T-PAID", emails={"e2": "p2@example.test"}
+    )
+    staff_notifications.dispatch_events()  # schedules the posted proposal's statements
+    notifications.deliver_statements(paid.pk)
+    assert [m.to for m in mail.outbox] == [["p2@example.test"]]
+    # Another tournament's posting, where p2 did not play (its second entry is q2's).
+    posted_proposal(
+        support, other_manager, external_id="T-OTHER", entry_fields={1: {"player_id": "q2"}}
+    )
+    client.force_login(auditor)
+
+    found = _page(client, "audit", player="p2").split('id="events"')[1]
+    for action in (
+        "ledger.posting_started",
+        "ledger.posted",
+        "notifications.statements_scheduled",
+        "notifications.statements_sent",
+    ):
+        assert f"<code>{action}</code>" in found, action
+    assert found.count("<code>ledger.posted</code>") == 1  # T-PAID's, not T-OTHER's
+    assert ">T-OTHER</a>" not in found
+    # An eliminated player is credited nothing: no posting, no statement.
+    out = _page(client, "audit", player="p6").split('id="events"')[1]
+    assert "<code>proposal.prepared</code>" in out
+    assert "<code>ledger." not in out and "<code>notifications." not in out
+
+
+def test_it_finds_a_players_events_whatever_the_case_typed(client, support, other_manager, auditor):
+    """Like the tournament filter: the player id as an auditor types it, P2 for p2."""
+    posted_proposal(support, other_manager, external_id="T-CASE")
+    client.force_login(auditor)
+
+    def actions(player):
+        page = _page(client, "audit", player=player).split('id="events"')[1]
+        return sorted(re.findall(r"<code>([a-z_]+\.[a-z_]+)</code>", page))
+
+    expected = [
+        "ledger.posted",
+        "ledger.posting_started",
+        "proposal.approved",
+        "proposal.prepared",
+    ]
+    assert actions("p2") == expected
+    assert actions("P2") == expected and actions(" p2 ") == expected
+    assert actions("P6") == ["proposal.prepared"]  # eliminated: on the preparation only
+    assert actions("P") == []  # the whole id, not a part of it
 
 
 def test_it_searches_the_breakdown_by_any_case_prefix_of_the_screen_name(client, support, auditor):

@@ -71,6 +71,22 @@ def test_it_filters_the_audit_history(client, world, support, auditor):
 
 
 @pytest.mark.django_db
+def test_it_finds_a_tournaments_events_whatever_the_case_typed(client, world, auditor):
+    """An auditor types the tournament id as it comes: up-test-1 is UP-TEST-1."""
+    client.force_login(auditor)
+    for typed in ("up-test-1", "Up-Test-1 ", "UP-TEST-1"):
+        page = client.get(reverse("audit"), {"tournament": typed}).content.decode()
+        assert "submitted proposal" in page and "No event matches." not in page, typed
+        response = client.get(reverse("audit_export"), {"tournament": typed})
+        rows = list(
+            csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+        )
+        assert len(rows) == 5 and {r["tournament"] for r in rows} == {"UP-TEST-1"}, typed
+    page = client.get(reverse("audit"), {"tournament": "up-test"}).content.decode()
+    assert "No event matches." in page  # the whole id, not a part of it
+
+
+@pytest.mark.django_db
 def test_it_shows_before_and_after_as_readable_key_value_rows(client, world, auditor):
     client.force_login(auditor)
     page = client.get(reverse("audit"), {"action": "proposal."}).content.decode()

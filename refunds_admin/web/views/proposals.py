@@ -156,7 +156,7 @@ def _entry_cells(entry, columns, currency):
             else ""
         )
     if columns["paid_with"]:
-        cells.append(queries.payments_text(entry.paid_with, currency) or "cash")
+        cells.append(queries.payments_text(entry.paid_with, currency) or queries.ALL_IN_CASH)
     return cells
 
 
@@ -210,7 +210,7 @@ def _display_rows(lines, proposal, columns):
             "</strong></td>",
         ]
         if columns["paid_with"]:
-            refunds = queries.payments_text(line.refunds, currency) or "cash"
+            refunds = queries.payments_text(line.refunds, currency) or queries.ALL_IN_CASH
             html.append(f'<td class="payments">{escape(refunds)}</td>')
         html.append(
             f'<td><a href="{statement}" hx-get="{statement}" hx-target="closest tr" '
@@ -452,9 +452,10 @@ def _file_name(proposal, ext):
 
 
 def _payments_csv(payments):
-    """paid_with / refunds in the entries CSV's own syntax ("ticket TKT-88121 55.00; cash 11.00")."""
+    """paid_with / refunds in the entries CSV's own syntax ("ticket TKT-88121 55.00; cash 11.00"),
+    or "cash" where the entry gave none or the line lists none, as the breakdown says."""
     if not payments:
-        return ""
+        return queries.ALL_IN_CASH
     return "; ".join(
         " ".join(filter(None, (p["method"], p.get("ticket_id"), format_cents(p["amount_cents"]))))
         for p in payments
@@ -479,12 +480,12 @@ def proposal_export_csv(request, pk):
     names, optional = export_fields(proposal)
 
     def cell(name, value):
+        if name in ("paid_with", "refunds"):
+            return _payments_csv(value)
         if value is None:
             return ""
         if name in _MONEY:
             return format_cents(value)
-        if name in ("paid_with", "refunds"):
-            return _payments_csv(value)
         return value
 
     def rows():

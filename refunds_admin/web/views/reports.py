@@ -17,9 +17,10 @@ from ..forms import ReportRangeForm
 
 
 def _range(request):
-    """The report's date range from the query string; by default the last twelve months."""
+    """The report's date range from the query string; by default the last twelve months. Days
+    in the operator's time zone, as the report counts them."""
     form = ReportRangeForm(request.GET or None)
-    today = timezone.now().date()
+    today = timezone.localdate(timezone=selectors.report_zone())
     start: date | None = (today - timedelta(days=365)).replace(day=1)
     end: date | None = today
     if form.is_bound and form.is_valid():
@@ -58,6 +59,7 @@ def finance_report(request):
             "chart_query": _query(start, end, currency),
             "median": _duration(median) if median is not None else "—",
             "postings": selectors.postings(start, end) if report else [],
+            "time_zone": selectors.report_zone().key,
         },
     )
 
@@ -81,7 +83,8 @@ def finance_report_chart(request):
 
 
 # The CSV's cost columns after the amount (names as the finance team reads them); amounts as
-# "30.00", tickets as a count.
+# "30.00", tickets as a count. Then the time zone whose days and months the rows count (the
+# operator's), on every row, so that a row copied elsewhere still says it.
 _COST_COLUMNS = {
     "cash_cents": "cash_paid",
     "tournament_money_cents": "tournament_money_credited",
@@ -105,6 +108,7 @@ def finance_report_csv(request):
         yield writer.writerow(
             ["month", "cause", "rule", "currency", "incidents", "players", "credits", "amount"]
             + [_COST_COLUMNS[name] for name in costs]
+            + ["time_zone"]
         )
         for r in report["rows"]:
             yield writer.writerow(
@@ -116,6 +120,7 @@ def finance_report_csv(request):
                     r[name] or 0 if name == "tickets" else format_cents(r[name] or 0)
                     for name in costs
                 ]
+                + [report["time_zone"]]
             )  # fmt: skip
 
     return csv_download(rows(), f"refunds-{start or 'start'}-{end or 'today'}.csv")
@@ -134,13 +139,14 @@ def finance_report_xlsx(request):
         ("amount", MONEY, 15),
     ] + [
         (_COST_COLUMNS[name], INTEGER if name == "tickets" else MONEY, 16) for name in costs
-    ]  # fmt: skip
+    ] + [("time_zone", TEXT, 20)]  # fmt: skip
     rows = (
         [
             r["month"], r["cause"], r["rule"], r["currency"],
             r["incidents"], r["players"], r["credits"], r["cents"],
         ]
         + [r[name] or 0 for name in costs]
+        + [report["time_zone"]]
         for r in report["rows"]
     )  # fmt: skip
     name = f"refunds-{start or 'start'}-{end or 'today'}.xlsx"

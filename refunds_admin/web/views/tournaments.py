@@ -235,7 +235,7 @@ def _entry_rows(entries, snapshot, currency):
         ]
         if snapshot.uses_paid_with:
             html.append(
-                f"<td>{escape(queries.payments_text(e.paid_with, currency) or 'cash')}</td>"
+                f"<td>{escape(queries.payments_text(e.paid_with, currency) or queries.ALL_IN_CASH)}</td>"
             )
         finish = ""
         if e.finish_place:
