@@ -83,6 +83,7 @@ STATEMENT_TEXT: dict[str, str] = {
     "equity_pool_equal": "Amount remaining, all in equal shares",
     "equal_pool": "{percent}% of {pool} shared equally among {n} players: {each}",
     "equal_left": "the {cents} cents left over go one each to the largest stacks",
+    "equal_left_one": "the 1 cent left over goes to the largest stack",
     "chip_pool": "The other {percent}% shared by chips",
     "capped_pool": "Chip equity of the {count} entries capped at first prize ({cap})",
     "shared_by_chips": "Shared by chips among the other entries",

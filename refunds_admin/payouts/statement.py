@@ -102,7 +102,10 @@ def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
             each=money(each),
         )
         if left:
-            label += f" ({_text('equal_left', cents=f'{left:,}')})"
+            left_over = (
+                _text("equal_left_one") if left == 1 else _text("equal_left", cents=f"{left:,}")
+            )
+            label += f" ({left_over})"
         out.append((label, money(equal_pool)))
         out.append((_text("chip_pool", percent=100 - percent), money(s["chip_equity"])))
     if s["capped_entries"]:

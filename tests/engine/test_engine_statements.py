@@ -134,3 +134,18 @@ def test_statements_for_every_entry_read_the_whole_proposal_once_not_per_stateme
         assert texts[:3] == [_explain(engine_doc(entries=ENTRIES, failed_after=failed_after), e)
                              for e in ("e1", "e2", "e3")]  # fmt: skip
         assert _CountedColumn.passes <= 2, _CountedColumn.passes
+
+
+def test_it_says_where_the_equal_pools_cents_left_over_go_in_good_english():
+    # 210.01 in equal shares among 3: 70.00 each and one cent left, to the largest stack (e1).
+    entries = [active(1, 3000), active(2, 1000), active(4, 500), out(3)]
+    prizes = [{"place": 1, "amount": "150.01"}, {"place": 2, "amount": "60.00"}]
+    doc = engine_doc(entries=entries, prizes=prizes, failed_after="01:00:00")
+    policy = parse_policy(policy_doc(**{"not_in_the_money.equal_share_percent": 100}))
+    text = explain(compute_proposal(parse_snapshot(doc), policy=policy), "e1")
+    assert (
+        "100% of $210.01 shared equally among 3 players: $70.00 "
+        "(the 1 cent left over goes to the largest stack)\t$210.01"
+    ) in text
+    assert "Your equal share (100% of $210.01 shared equally among 3 players)\t$70.01" in text
+    assert "1 cents" not in text
