@@ -406,7 +406,7 @@ def audit_events(*, tournament="", player="", user="", action="", since=None, un
 
 def _concerning_player(player):
     """The events about one player: those that name them (an approval lists the players it
-    credits, a statement copy its player), a preparation of a proposal with one of their
+    credits, a statement copy its player), every step of a proposal with one of their
     entries, and the posting and statement events of a proposal whose approval credits them.
     The id is found in any case, like the tournament's: "P2" finds p2's events.
 
@@ -428,10 +428,10 @@ def _concerning_player(player):
             named |= Q(player_ids__contains=[spelling])
         else:  # SQLite has no JSON containment; the JSON text holds the id in quotes.
             named |= Q(player_ids__icontains=f'"{spelling}"')
-    # A proposal's preparation concerns every player on its lines, which are its snapshot's
-    # entries. The event does not list them (a 100k-entry list would cost each prepare half
-    # a second of search index).
-    prepared = _proposal_ids(
+    # A proposal's life (prepared, submitted, approved or rejected, superseded, withdrawn)
+    # concerns every player on its lines, which are its snapshot's entries. Its events do not
+    # list them (a 100k-entry list would cost each prepare half a second of search index).
+    on_lines = _proposal_ids(
         PayoutProposal.objects.filter(snapshot_id__in={snapshot for _, snapshot in found}), "id"
     )
     # Posting and statements concern the players the approval credits, as the approval's own
@@ -446,7 +446,7 @@ def _concerning_player(player):
         paid_and_told |= Q(action__startswith=prefix)
     return (
         named
-        | Q(action="proposal.prepared", object_type="payoutproposal", object_id__in=prepared)
+        | Q(action__startswith="proposal.", object_type="payoutproposal", object_id__in=on_lines)
         | (Q(object_type="payoutproposal", object_id__in=credited) & paid_and_told)
     )
 

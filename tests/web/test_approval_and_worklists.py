@@ -306,14 +306,16 @@ def test_it_finds_the_events_that_concern_a_player(client, support, other_manage
     events = _page(client, "audit", player="p2").split('id="events"')[1]
     assert "proposal.approved" in events and "proposal.prepared" in events
     assert "incident.recorded" not in events
-    # Eliminated entries are not credited: an eliminated player's id is on the preparation only.
+    # Eliminated entries are not credited: the approval names the credited players only.
     approved = AuditEvent.objects.get(action="proposal.approved")
     assert approved.player_ids == ["p1", "p2", "p3", "p4"]
     # The preparation names nobody itself; its lines do, the eliminated entries' too.
     prepared = AuditEvent.objects.get(action="proposal.prepared")
     assert prepared.player_ids == []
+    # Every step of the proposal concerns them (their line says why it is zero).
     events = _page(client, "audit", player="p6").split('id="events"')[1]
-    assert "proposal.prepared" in events and "proposal.approved" not in events
+    assert "proposal.prepared" in events and "proposal.submitted" in events
+    assert "proposal.approved" in events
     assert "No event matches." in _page(client, "audit", player="p99")
 
 
@@ -365,10 +367,13 @@ def test_it_finds_a_players_events_whatever_the_case_typed(client, support, othe
         "ledger.posting_started",
         "proposal.approved",
         "proposal.prepared",
+        "proposal.submitted",
     ]
     assert actions("p2") == expected
     assert actions("P2") == expected and actions(" p2 ") == expected
-    assert actions("P6") == ["proposal.prepared"]  # eliminated: on the preparation only
+    # Eliminated: on every step of the proposal (their line says why it is zero), but neither
+    # credited nor told.
+    assert actions("P6") == ["proposal.approved", "proposal.prepared", "proposal.submitted"]
     assert actions("P") == []  # the whole id, not a part of it
 
 
