@@ -114,11 +114,12 @@ def _cases():
         ("breakdown, search by player id", base + "?q=p0054321", 50, True),
         ("breakdown, search by entry id", base + "?q=e0054321", 50, True),
         ("breakdown, search by screen name", base + "?q=player9999", 50, True),
-        # Past queries.SEARCH_LIST matches the lines are walked in order, each line's screen
-        # name read from its entry: a prefix a tenth of the names share, and one 1,111 share
-        # (a page of 100 found after walking about 9,000 lines).
+        # Past queries.SEARCH_LIST (2,000) matches the lines are walked in order, each line's
+        # screen name read from its entry: a prefix a tenth of the names share. A prefix 1,111
+        # names share is below it: their lines are picked by position (walked, a page of 100
+        # would pass about 9,000 lines).
         ("breakdown, name prefix of a tenth of the entries", base + "?q=player1", 50, True),
-        ("breakdown, name prefix of 1,111 entries (sparse walk)", base + "?q=player99", 50, True),
+        ("breakdown, name prefix of 1,111 entries", base + "?q=player99", 50, True),
         (
             "breakdown, eliminated only, page after line 50,000",
             base + "?show=eliminated&after=50000",

@@ -108,7 +108,13 @@ def keyset_page(qs, *, field, descending, after=None, before=None, last=False, s
     return Page(rows, _cursor(rows[0], field), _cursor(rows[-1], field), has_next, has_prev)
 
 
-SEARCH_LIST = 1000
+# Up to this many matches of a name search, the breakdown reads their positions and picks their
+# lines; past it, it walks the lines in order (proposal_lines). The walk costs in proportion to
+# the lines it passes before a page is full, so it is slowest just past the limit, where matches
+# are sparsest; the list costs in proportion to the matches. 2,000 evens out the two worst cases
+# on a 100k-line proposal (docs/performance.md, "the breakdown's name search, either side of
+# SEARCH_LIST"); at 1,000 a sparse walk took 47-55 ms, over the page goal.
+SEARCH_LIST = 2000
 
 # How much of a screen name the entries' prefix index holds, lowered (tournaments migration 0012).
 NAME_PREFIX = 16
