@@ -22,6 +22,20 @@ def _local(dt):
     return timezone.localtime(dt).strftime("%Y-%m-%dT%H:%M:%S")
 
 
+def _record_database_failure(client, support, tournament):
+    """Support records, through the incident form, that the database failed 3 minutes ago."""
+    client.force_login(support)
+    client.post(
+        reverse("incident_new"),
+        {
+            "tournament": tournament.pk,
+            "failed_at": _local(timezone.now() - timedelta(minutes=3)),
+            "cause": "database",
+        },
+    )
+    return Incident.objects.get(tournament=tournament)
+
+
 @pytest.mark.django_db
 def test_it_previews_the_rule_as_the_failure_time_is_typed(client, support, tournament):
     client.force_login(support)
@@ -71,16 +85,7 @@ def test_it_shows_a_refusal_next_to_the_form_and_changes_nothing(client, support
 
 @pytest.mark.django_db
 def test_it_lets_only_a_manager_declare_not_resumable(client, support, manager, tournament):
-    client.force_login(support)
-    client.post(
-        reverse("incident_new"),
-        {
-            "tournament": tournament.pk,
-            "failed_at": _local(timezone.now() - timedelta(minutes=3)),
-            "cause": "database",
-        },
-    )
-    incident = Incident.objects.get(tournament=tournament)
+    incident = _record_database_failure(client, support, tournament)
     url = reverse("incident_not_resumable", args=[incident.pk])
     assert client.post(url, {"reason": "db corrupted"}).status_code == 403
     client.force_login(manager)
@@ -132,16 +137,7 @@ def test_a_stale_forms_field_error_names_its_field_above_the_page(
 ):
     # A second tab still shows the restart form after the manager declared the outage not
     # resumable; its bad time is refused above the page, saying which field was wrong.
-    client.force_login(support)
-    client.post(
-        reverse("incident_new"),
-        {
-            "tournament": tournament.pk,
-            "failed_at": _local(timezone.now() - timedelta(minutes=3)),
-            "cause": "database",
-        },
-    )
-    incident = Incident.objects.get(tournament=tournament)
+    incident = _record_database_failure(client, support, tournament)
     client.force_login(manager)
     client.post(reverse("incident_not_resumable", args=[incident.pk]), {"reason": "gone"})
     client.force_login(support)
