@@ -5,6 +5,7 @@ proposals all call `parse_snapshot`. A snapshot that breaks a rule is refused as
 every problem found (up to MAX_PROBLEMS), each naming its field or entry.
 """
 
+import difflib
 import json
 import re
 from collections import deque
@@ -499,6 +500,8 @@ def _parse_snapshot(
         else None
     )
     keys = _keys_of(entries_raw)
+    if not stored:
+        _refuse_misspelt_fields(doc, t, entries_raw, keys, problems)
     entries, in_texts = _parse_entries(doc, tournament, problems, keys, stored)
     # A key given twice refuses the document before anything else is said about it: which of
     # the two values the checks above saw is not defined.
@@ -526,6 +529,76 @@ def _parse_snapshot(
     # Without problems, both were read (a missing one is a problem).
     assert tournament is not None and entries is not None
     return Snapshot(columns=entries, incident=incident, emails=emails, **tournament)
+
+
+# The fields of each object of the format (snapshot-format.md, policies.md), for telling a
+# misspelt one from a platform's own field (_refuse_misspelt_fields).
+_TOP_KEYS = frozenset({"format", "tournament", "entries", "incident"})
+_TOURNAMENT_KEYS = frozenset(
+    {"external_id", "name", "currency", "buy_in", "fee", "starts_at", "chips_in_play", "prizes",
+     "policy", "bounty", "guarantee"}
+)  # fmt: skip
+_INCIDENT_KEYS = frozenset({"failed_at", "site_wide_issue"})
+# How alike (difflib's ratio) an unknown key and a field must be to be taken for a misspelling:
+# buyin_paid / buy_in_paid 0.95, guaranteed / guarantee 0.95, fee_payed / fee_paid 0.82,
+# bounty_won / bounties_won 0.82; a platform's own fields (seat, table_id, country) are nowhere
+# near, and one close to a field the object also gives (fees beside fee) is not a misspelling.
+_MISSPELT = 0.8
+
+
+def _misspelt(key: object, fields: frozenset[str], given: Collection[str]) -> str | None:
+    """The field of `fields` that `key` (not one of them) looks like a misspelling of, when the
+    object does not also give that field itself; else None."""
+    if not isinstance(key, str) or key in fields:
+        return None
+    close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=_MISSPELT)
+    return close[0] if close and close[0] not in given else None
+
+
+def _refuse_misspelt_fields(
+    doc: dict[str, Any],
+    t: dict[str, Any] | None,
+    entries_raw: object,
+    keys: frozenset[str] | None,
+    problems: _Problems,
+) -> None:
+    """A key that is not a field of the format but looks like one (`buyin_paid`, `guaranteed`)
+    is refused, naming the field it resembles: read as the platform's own field, it would be
+    ignored and the default used in its place (the tournament's buy-in, no guarantee), changing
+    the money without a word. Other unknown keys are the platform's own and stay accepted."""
+
+    def check(obj: dict[str, Any], fields: frozenset[str], path: str, what: str) -> None:
+        for key in obj:
+            field = _misspelt(key, fields, obj)
+            if field is not None:
+                problems.add(
+                    f"{path}{_shorten(key)}",
+                    f"is not a field of {what}: did you mean {field}? (misspelt, it would be "
+                    "ignored and its default used)",
+                )
+
+    check(doc, _TOP_KEYS, "", "a snapshot")
+    if t is not None:
+        check(t, _TOURNAMENT_KEYS, "tournament.", "the tournament")
+    incident = doc.get("incident")
+    if isinstance(incident, dict):
+        check(incident, _INCIDENT_KEYS, "incident.", "the incident")
+    if not isinstance(entries_raw, list):
+        return
+    if keys is None:  # not every entry is an object (refused below): look at those that are
+        keys = frozenset(chain.from_iterable(e for e in entries_raw if isinstance(e, dict)))
+    suspects = [key for key in keys - _BULK_KEYS if _misspelt(key, _BULK_KEYS, ()) is not None]
+    if not suspects:  # the usual case: the entries give the format's fields only
+        return
+    for i, e in enumerate(entries_raw):
+        if isinstance(e, dict) and not e.keys().isdisjoint(suspects):
+            entry_id = e.get("entry_id")
+            label = (
+                f"entries[{i}] ({entry_id})"
+                if isinstance(entry_id, str) and entry_id and not text_problem(entry_id, 40)
+                else f"entries[{i}]"
+            )
+            check(e, _BULK_KEYS, f"{label}.", "an entry")
 
 
 def _refuse_duplicate_key(

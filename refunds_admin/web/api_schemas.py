@@ -163,7 +163,8 @@ SNAPSHOT_EXAMPLE: dict[str, Any] = {
 class TournamentSnapshot(BaseModel):
     """A `tournament-snapshot/1` document (docs/formats.md, docs/snapshot-limits.md). The schema
     gives the shape; the engine also checks what a schema cannot say (sums, unique ids, the
-    policy id, the prize table against the entries) and names the field of each problem."""
+    policy id, the prize table against the entries, a key that looks like a misspelt field:
+    `buyin_paid` for `buy_in_paid`) and names the field of each problem."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [SNAPSHOT_EXAMPLE]})
     format: Literal[FORMAT]  # type: ignore[valid-type]

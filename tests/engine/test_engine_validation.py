@@ -416,3 +416,35 @@ def test_a_stored_document_is_read_as_the_release_that_stored_it_accepted_it():
     assert compute_proposal(stored).to_json() == compute_proposal(parse_snapshot(base())).to_json()
     empty = mutate(("entries",), [])
     assert parse_snapshot(empty, stored=True).active_count == 0
+
+
+def test_a_misspelt_field_is_refused_naming_the_field_it_resembles():
+    """Read as the platform's own field, `buyin_paid` would be ignored and the entry priced at
+    the tournament's buy-in; `guaranteed` would drop the guarantee. Both change the money."""
+    doc = base()
+    doc["entries"][1]["buyin_paid"] = "0.00"
+    doc["entries"][2]["bounty_won"] = "5.00"
+    doc["tournament"]["guaranteed"] = "1000.00"
+    problems = refused(doc)
+    assert (
+        "entries[1] (e2).buyin_paid: is not a field of an entry: did you mean buy_in_paid? "
+        "(misspelt, it would be ignored and its default used)"
+    ) in problems
+    assert any(
+        p.startswith("entries[2] (e3).bounty_won: ") and "bounties_won" in p for p in problems
+    )
+    assert any(p.startswith("tournament.guaranteed: ") and "guarantee?" in p for p in problems)
+    # The same document as an earlier release stored it still replays.
+    assert parse_snapshot(doc, stored=True).columns.buy_in_paid[1] == 3000
+
+
+def test_a_platforms_own_fields_are_still_accepted():
+    """Fields of the platform's own (the schema allows them), and a near-miss given beside the
+    field it resembles (`fees` beside `fee`: two fields, not a misspelling)."""
+    doc = base()
+    for entry in doc["entries"]:
+        entry.update(seat=3, table_id="T-7", country="MT", player="Ana")
+    doc["tournament"].update(fees="3.00 each", country="MT", prize="see prizes")
+    doc["platform"] = {"version": "9.1"}
+    plain = compute_proposal(parse_snapshot(base())).to_json()
+    assert compute_proposal(parse_snapshot(doc)).to_json() == plain

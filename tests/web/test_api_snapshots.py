@@ -179,3 +179,21 @@ def test_what_the_schema_forbids_the_server_refuses_naming_the_field(api, token,
     assert response.status_code == 400, response.content
     assert [p["field"] for p in response.json()["problems"]] == [field]
     assert not Tournament.objects.exists()
+
+
+def test_a_misspelt_field_is_refused_though_the_schema_lets_a_platforms_own_fields_through(
+    api, token
+):
+    # The schema allows an entry's own fields, so it cannot tell `buyin_paid` from `seat`; the
+    # server does, and names the entry and the field the key resembles. Nothing is stored.
+    doc = snapshot_doc()
+    doc["entries"][1]["buyin_paid"] = "0.00"
+    doc["entries"][0]["seat"] = 4
+    assert not _schema_refuses(doc)
+    response = _post(api, dumps(doc), token)
+    assert response.status_code == 400
+    problems = response.json()["problems"]
+    entry_id = doc["entries"][1]["entry_id"]
+    assert [p["field"] for p in problems] == [f"entries[1] ({entry_id}).buyin_paid"]
+    assert "did you mean buy_in_paid?" in problems[0]["message"]
+    assert not Snapshot.objects.exists()
