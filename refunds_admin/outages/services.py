@@ -18,7 +18,7 @@ from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
-from refunds_admin.payouts.money import _json_type
+from refunds_admin.payouts.money import json_type
 from refunds_admin.payouts.snapshot import EARLIEST, MAX_ID_LENGTH, text_problem
 from refunds_admin.tournaments.models import Tournament
 
@@ -83,7 +83,7 @@ def already_recorded(*, failed_at, cause, tournaments):
 def _id_problem(value):
     """Why one item of `external_ids` cannot be a tournament's id, or None."""
     if not isinstance(value, str):
-        return f"must be a tournament id string, not a JSON {_json_type(value)}"
+        return f"must be a tournament id string, not a JSON {json_type(value)}"
     if not value.strip():
         return "must not be empty"
     # An id no snapshot can carry (docs/snapshot-limits.md) is not looked up: PostgreSQL cannot

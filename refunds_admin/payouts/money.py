@@ -37,7 +37,7 @@ class AmountError(ValueError):
 def parse_amount(value: object) -> int:
     """`"30.5"` -> 3050. Raises AmountError with a message fit to follow a field name."""
     if not isinstance(value, str):
-        raise AmountError(f"amount must be a string like 30.00, not a JSON {_json_type(value)}")
+        raise AmountError(f"amount must be a string like 30.00, not a JSON {json_type(value)}")
     if not _AMOUNT.fullmatch(value):
         raise AmountError(
             f"amount must be digits with at most two decimals, like 30.00, not {value!r}"
@@ -110,7 +110,9 @@ def display(
     return f"{currency} {sign}{number}" if currency else f"{sign}{number}"
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """What JSON calls `value`'s type ("number", "array", ...), for messages that say what was
+    sent instead: the engine's, the policies' and the API's alike."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, (int, float)):

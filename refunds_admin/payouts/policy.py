@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from .money import _json_type
+from .money import json_type
 from .snapshot import Problem
 
 FORMAT = "cancellation-policy/1"
@@ -151,7 +151,7 @@ def parse_policy(doc: bytes | bytearray | str | Mapping[str, Any]) -> Policy:
             raise PolicyError([Problem(duplicate[0], "is given twice; each field may appear once")])
     if not isinstance(doc, Mapping):
         raise PolicyError(
-            [Problem("policy", f"must be a JSON object, not a JSON {_json_type(doc)}")]
+            [Problem("policy", f"must be a JSON object, not a JSON {json_type(doc)}")]
         )
     problems: list[Problem] = []
     add = problems.append
@@ -194,7 +194,7 @@ def parse_policy(doc: bytes | bytearray | str | Mapping[str, Any]) -> Policy:
             continue
         value = doc[section]
         if not isinstance(value, Mapping):
-            add(Problem(section, f"must be a JSON object, not a JSON {_json_type(value)}"))
+            add(Problem(section, f"must be a JSON object, not a JSON {json_type(value)}"))
             continue
         nested[section] = value
         for key in value:
@@ -240,7 +240,7 @@ def _shown(value: object) -> str:
         return json.dumps(value)
     if isinstance(value, int):
         return str(value)
-    return f"a JSON {_json_type(value)}"
+    return f"a JSON {json_type(value)}"
 
 
 def _whole(value: object, path: str, low: int, high: int, problems: list[Problem]) -> None:

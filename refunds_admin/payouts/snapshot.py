@@ -25,8 +25,8 @@ from .money import (
     CURRENCIES_WITH_CENTS,
     MAX_CENTS,
     AmountError,
-    _json_type,
     format_cents,
+    json_type,
     parse_amount,
 )
 
@@ -263,7 +263,7 @@ def parse_timestamp(value: object, *, stored: bool = False) -> Instant:
     if not isinstance(value, str):
         raise ValueError(
             "must be an ISO 8601 date-time string with an offset (like 2026-11-29T18:00:00Z), "
-            f"not a JSON {_json_type(value)}"
+            f"not a JSON {json_type(value)}"
         )
     m = _TIMESTAMP.fullmatch(value) if len(value) <= 64 else None
     if not m:
@@ -343,7 +343,7 @@ def _not_whole(value: object) -> str:
         if value.is_integer() and abs(value) > MAX_BIGINT:
             return f"must be a whole number of at most {MAX_BIGINT:,}, not {value:g}"
         return f"must be a whole number, not {value!r}"
-    return f"must be a whole number, not a JSON {_json_type(value)}"
+    return f"must be a whole number, not a JSON {json_type(value)}"
 
 
 def parse_snapshot(
@@ -477,7 +477,7 @@ def _parse_snapshot(
         if text is not None:
             _refuse_duplicate_key(text, doc, None)
         raise SnapshotError(
-            [Problem("document", f"must be a JSON object, not a JSON {_json_type(doc)}")]
+            [Problem("document", f"must be a JSON object, not a JSON {json_type(doc)}")]
         )
 
     fmt = doc.get("format", _MISSING)
@@ -487,7 +487,7 @@ def _parse_snapshot(
         problems.add(
             "format",
             f"must be {FORMAT!r}, not "
-            + (repr(_shorten(fmt)) if isinstance(fmt, str) else f"a JSON {_json_type(fmt)}"),
+            + (repr(_shorten(fmt)) if isinstance(fmt, str) else f"a JSON {json_type(fmt)}"),
         )
 
     t = _object(doc, "tournament", "tournament", problems, required=True)
@@ -657,7 +657,7 @@ def _parse_emails(
         if value == "":
             continue  # no address, said explicitly
         if not isinstance(value, str):  # null too: a field present is a value (payout-rules.md)
-            problems.add(label, f"must be a string, not a JSON {_json_type(value)}")
+            problems.add(label, f"must be a string, not a JSON {json_type(value)}")
         elif len(value) > MAX_EMAIL or not _EMAIL.fullmatch(value):
             problems.add(label, f"{value[:60]!r} is not an e-mail address")
         elif isinstance(e.get("entry_id"), str):
@@ -711,7 +711,7 @@ def _object(
             problems.add(path, "is required")
         return None
     if not isinstance(value, dict):
-        problems.add(path, f"must be a JSON object, not a JSON {_json_type(value)}")
+        problems.add(path, f"must be a JSON object, not a JSON {json_type(value)}")
         return None
     return value
 
@@ -753,7 +753,7 @@ def _string(
             problems.add(path, "is required")
         return None
     if not isinstance(value, str):
-        problems.add(path, f"must be a string, not a JSON {_json_type(value)}")
+        problems.add(path, f"must be a string, not a JSON {json_type(value)}")
         return None
     if nonempty and not value.strip():
         problems.add(path, "must not be empty")
@@ -776,7 +776,7 @@ def _whole_number(
 ) -> int | None:
     """An integer within [low, high] (the column's range), or None after naming the problem."""
     if not isinstance(value, int) or isinstance(value, bool):
-        problems.add(path, f"must be {what}, not a JSON {_json_type(value)}")
+        problems.add(path, f"must be {what}, not a JSON {json_type(value)}")
         return None
     if not low <= value <= high:
         problems.add(path, f"must be between {low:,} and {high:,}, not {value:,}")
@@ -886,7 +886,7 @@ def _policy_id(
         return None
     if not isinstance(value, str):
         problems.add(
-            "tournament.policy", f"must be a policy id string, not a JSON {_json_type(value)}"
+            "tournament.policy", f"must be a policy id string, not a JSON {json_type(value)}"
         )
         return None
     if not _POLICY_ID.fullmatch(value) or (
@@ -910,7 +910,7 @@ def _parse_prizes(
         problems.add("tournament.prizes", "is required")
         return [], []
     if not isinstance(raw, list):
-        problems.add("tournament.prizes", f"must be a JSON array, not a JSON {_json_type(raw)}")
+        problems.add("tournament.prizes", f"must be a JSON array, not a JSON {json_type(raw)}")
         return [], []
     bulk = _parse_prizes_in_bulk(raw, last_place)
     if bulk is not None:
@@ -932,7 +932,7 @@ def _parse_prizes_one_by_one(
     for i, row in enumerate(raw):
         path = f"tournament.prizes[{i}]"
         if not isinstance(row, dict):
-            problems.add(path, f"must be a JSON object, not a JSON {_json_type(row)}")
+            problems.add(path, f"must be a JSON object, not a JSON {json_type(row)}")
             ok = False
             continue
         if not stored:
@@ -1006,7 +1006,7 @@ def _parse_prizes_one_by_one(
         non_cash = row.get("non_cash", False)
         if not isinstance(non_cash, bool):
             problems.add(
-                f"{path}.non_cash", f"must be true or false, not a JSON {_json_type(non_cash)}"
+                f"{path}.non_cash", f"must be true or false, not a JSON {json_type(non_cash)}"
             )
             non_cash = False
         description = (
@@ -1063,7 +1063,7 @@ def _parse_entries(
         problems.add("entries", "is required")
         return None, None
     if not isinstance(raw, list):
-        problems.add("entries", f"must be a JSON array, not a JSON {_json_type(raw)}")
+        problems.add("entries", f"must be a JSON array, not a JSON {json_type(raw)}")
         return None, None
     if not raw and not stored:
         # Play started (starts_at is when cards were in the air): someone held a seat.
@@ -1101,7 +1101,7 @@ def _parse_entries_one_by_one(
     active_player: dict[str, str | None] = {}
     for i, e in enumerate(raw):
         if not isinstance(e, dict):
-            problems.add(f"entries[{i}]", f"must be a JSON object, not a JSON {_json_type(e)}")
+            problems.add(f"entries[{i}]", f"must be a JSON object, not a JSON {json_type(e)}")
             continue
         entry_id = e.get("entry_id", _MISSING)
         label = (
@@ -1279,7 +1279,7 @@ def _paid_with(
     the snapshot: one ticket pays for one entry."""
     path = f"{label}.paid_with"
     if not isinstance(value, list):
-        problems.add(path, f"must be a JSON array of payments, not a JSON {_json_type(value)}")
+        problems.add(path, f"must be a JSON array of payments, not a JSON {json_type(value)}")
         return None
     if len(value) > MAX_PAYMENTS:
         problems.add(path, f"lists {len(value):,} payments; at most {MAX_PAYMENTS} are accepted")
@@ -1289,7 +1289,7 @@ def _paid_with(
     for j, item in enumerate(value):
         where = f"{path}[{j}]"
         if not isinstance(item, dict):
-            problems.add(where, f"must be a JSON object, not a JSON {_json_type(item)}")
+            problems.add(where, f"must be a JSON object, not a JSON {json_type(item)}")
             ok = False
             continue
         for key in item:
@@ -1305,9 +1305,7 @@ def _paid_with(
             ok = False
         elif not isinstance(method, str) or method not in PAYMENT_METHODS:
             shown = (
-                repr(_shorten(method))
-                if isinstance(method, str)
-                else f"a JSON {_json_type(method)}"
+                repr(_shorten(method)) if isinstance(method, str) else f"a JSON {json_type(method)}"
             )
             problems.add(
                 f"{where}.method", f"must be cash, tournament_money or ticket, not {shown}"
@@ -1366,7 +1364,7 @@ def _parse_incident(
     site_wide = inc.get("site_wide_issue", False)
     if not isinstance(site_wide, bool):
         problems.add(
-            "incident.site_wide_issue", f"must be true or false, not a JSON {_json_type(site_wide)}"
+            "incident.site_wide_issue", f"must be true or false, not a JSON {json_type(site_wide)}"
         )
         site_wide = False
     return IncidentFacts(failed_at, site_wide)

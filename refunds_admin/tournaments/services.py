@@ -561,6 +561,10 @@ def _entries_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], P
                     continue
                 entry[name] = int(value)
             elif name == "paid_with":
+                if value.lower() == "cash":
+                    # "cash" alone: all in cash, as the breakdown and the proposal's CSV export
+                    # write it, the same as an empty cell (the spec's default).
+                    continue
                 payments = _payments_from_cell(value)
                 if isinstance(payments, str):
                     problems.append((f"{label}, paid_with", payments))

@@ -17,7 +17,7 @@ from refunds_admin.errors import Refused
 from refunds_admin.handlers import body_too_large
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages import services as outage_services
-from refunds_admin.payouts.money import _json_type
+from refunds_admin.payouts.money import json_type
 from refunds_admin.payouts.snapshot import parse_timestamp
 
 from . import api_schemas as schemas
@@ -60,7 +60,7 @@ def _parse(body):
             problems.append(("failed_at", str(exc)))
     description = data.get("description", "")
     if not isinstance(description, str):
-        problems.append(("description", f"must be a string, not a JSON {_json_type(description)}"))
+        problems.append(("description", f"must be a string, not a JSON {json_type(description)}"))
     elif _UNSTORABLE.search(description):
         problems.append(("description", "may not contain NUL characters or lone surrogates"))
     causes = ", ".join(Incident.Cause.values)
@@ -68,7 +68,7 @@ def _parse(body):
     if cause is _MISSING:
         problems.append(("cause", f"is required: one of {causes}"))
     elif not isinstance(cause, str):
-        problems.append(("cause", f"must be one of {causes}, not a JSON {_json_type(cause)}"))
+        problems.append(("cause", f"must be one of {causes}, not a JSON {json_type(cause)}"))
     elif cause not in Incident.Cause.values:
         problems.append(("cause", f"{cause[:40]!r} is not one of {causes}"))
     ids = data.get("external_ids")

@@ -246,6 +246,20 @@ def test_the_csv_form_stores_the_knockout_rebuys_and_payments(support):
     ]
 
 
+def test_the_csv_form_reads_cash_alone_as_all_in_cash_as_the_exports_write_it(support):
+    # The breakdown and the proposal's CSV say "cash" for an entry that paid all in cash; the
+    # same word in the entries CSV means the same (an empty cell), not a malformed payment.
+    entries = ENTRIES_CSV.replace(
+        "e3,p3,active,20000,10.00,0.00,,,", "e3,p3,active,20000,10.00,0.00,,,cash"
+    )
+    snapshot = import_csv(entries, PRIZES_CSV, csv_fields(), acting_user=support)
+    doc = json.loads(snapshot.document)
+    assert "paid_with" not in doc["entries"][2]
+    assert doc["entries"][0]["paid_with"] == [
+        {"method": "ticket", "ticket_id": "TKT-1", "amount": "43.00"}
+    ]
+
+
 @pytest.mark.parametrize(
     ("entries", "fields", "where"),
     [
