@@ -18,9 +18,11 @@ One `Tries` budget per message is spent by urllib3's retries and the caller's lo
 `*_MAX_TRIES` counts every request sent. This module imports no app.
 """
 
+import email.parser
 import http.client
 import json
 import math
+import re
 import threading
 import time
 import urllib.parse
@@ -143,10 +145,59 @@ class ServiceRetry(Retry):
         pause(delay or self.get_backoff_time(), self.tries.halt if self.tries else None)
 
 
+# http.client's limits on an answer's header block: a line's length, and the lines (the blank
+# line that ends the block counts as one).
+_MAX_LINE = 65536
+_MAX_HEADERS = 100
+# A header line the e-mail parser reads as "name: value": the name is printable ASCII without
+# ':' or a space (its headerRE), the line has no carriage return but the one ending it.
+_PLAIN_HEADER = re.compile(rb"([\x21-\x39\x3b-\x7e]+):([^\r\n]*)\r?\n?")
+
+
+def parse_headers(fp):
+    """An answer's header block, read from `fp` up to and including the blank line that ends
+    it, as the http.client.HTTPMessage that `http.client.parse_headers` returns, with the same
+    limits and errors.
+
+    Why not that function: it hands every block to the e-mail package's parser, about a quarter
+    of the client's CPU per request, and a posting or a statement delivery is one request per
+    credit or player (docs/performance.md, "The answers' headers"). The cashier's and the
+    webhook's answers are a few plain "Name: value" lines, read here directly; any other block
+    (a folded line, a line without a name, a stray carriage return) goes to the e-mail parser
+    as before. A property test keeps the two equal
+    (tests/services/test_service_http.py)."""
+    lines = []
+    while True:
+        line = fp.readline(_MAX_LINE + 1)
+        if len(line) > _MAX_LINE:
+            raise http.client.LineTooLong("header line")
+        lines.append(line)
+        if len(lines) > _MAX_HEADERS:
+            raise http.client.HTTPException(f"got more than {_MAX_HEADERS} headers")
+        if line in (b"\r\n", b"\n", b""):
+            break
+    message = http.client.HTTPMessage()
+    for line in lines[:-1]:
+        plain = _PLAIN_HEADER.fullmatch(line)
+        if plain is None:
+            text = b"".join(lines).decode("iso-8859-1")
+            return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(text)
+        name, value = plain.groups()
+        # As the e-mail parser stores it (compat32): leading blanks dropped, trailing kept.
+        message.set_raw(name.decode("ascii"), value.lstrip(b" \t").decode("iso-8859-1"))
+    message.set_payload("")
+    return message
+
+
 class _FinalResponse(http.client.HTTPResponse):
-    """http.client skips a `100 Continue`, but takes any other interim answer (`103 Early
-    Hints`) for the answer: the real answer would stay in the socket and be read as the answer
-    to the next request. This one skips every 1xx answer (its header lines included)."""
+    """http.client's answer, with two differences:
+
+    - http.client skips a `100 Continue`, but takes any other interim answer (`103 Early
+      Hints`) for the answer: the real answer would stay in the socket and be read as the
+      answer to the next request. This one skips every 1xx answer (its header lines included).
+    - The header block is read by `parse_headers` above, not the e-mail parser.
+
+    `begin` is http.client's own (Python 3.11-3.13), but for those two calls."""
 
     MAX_INTERIM = 20
 
@@ -155,9 +206,44 @@ class _FinalResponse(http.client.HTTPResponse):
             version, status, reason = super()._read_status()  # type: ignore[misc]
             if not 100 <= status < 200:
                 return version, status, reason
-            while self.fp.readline(65537) not in (b"\r\n", b"\n", b""):
+            while self.fp.readline(_MAX_LINE + 1) not in (b"\r\n", b"\n", b""):
                 pass
         raise http.client.HTTPException(f"more than {self.MAX_INTERIM} interim answers")
+
+    def begin(self):
+        if self.headers is not None:
+            return  # already read
+        version, status, reason = self._read_status()
+        self.code = self.status = status
+        self.reason = reason.strip()
+        if version in ("HTTP/1.0", "HTTP/0.9"):
+            self.version = 10
+        elif version.startswith("HTTP/1."):
+            self.version = 11
+        else:
+            raise http.client.UnknownProtocol(version)
+        self.headers = self.msg = parse_headers(self.fp)
+        transfer_encoding = self.headers.get("transfer-encoding")
+        self.chunked = bool(transfer_encoding and transfer_encoding.lower() == "chunked")
+        if self.chunked:
+            self.chunk_left = None
+        self.will_close = self._check_close()
+        # Content-Length, unless chunked (RFC 9112 6.3): a bad or negative one is ignored.
+        self.length = None
+        length = self.headers.get("content-length")
+        if length and not self.chunked:
+            try:
+                self.length = int(length)
+            except ValueError:
+                self.length = None
+            else:
+                if self.length < 0:
+                    self.length = None
+        if status in (204, 304) or 100 <= status < 200 or self._method == "HEAD":
+            self.length = 0
+        # Kept open, not chunked and no length: the body ends when the connection closes.
+        if not self.will_close and not self.chunked and self.length is None:
+            self.will_close = True
 
 
 class _Connection(HTTPConnection):

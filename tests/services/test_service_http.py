@@ -78,6 +78,31 @@ def test_interim_answers_are_skipped_and_never_taken_for_the_answer(service):
     assert server.methods() == ["POST"] * 3 and server.accepted == 1
 
 
+def test_a_chunked_answer_is_read_whole_and_the_connection_kept(service):
+    server, client = service
+    server.script = [raw_http.chunked, raw_http.chunked]
+    assert client.send("k1") == (True, client.prefix + "k1")
+    assert client.send("k2") == (True, client.prefix + "k2")
+    assert client.send("k3") == (True, client.prefix + "k3")
+    assert server.accepted == 1
+
+
+def test_an_answer_with_a_folded_header_line_is_read_and_the_connection_kept(service):
+    server, client = service
+    server.script = [raw_http.folded_headers]
+    assert client.send("k1") == (True, client.prefix + "k1")
+    assert client.send("k2") == (True, client.prefix + "k2")
+    assert server.accepted == 1
+
+
+def test_connection_close_is_honoured_and_the_next_request_opens_a_new_connection(service):
+    server, client = service
+    server.script = [raw_http.close_after]
+    assert client.send("k1") == (True, client.prefix + "k1")
+    assert client.send("k2") == (True, client.prefix + "k2")
+    assert [(r.method, r.connection) for r in server.requests] == [("POST", 1), ("POST", 2)]
+
+
 def test_retry_after_in_seconds_is_waited_for(service):
     server, client = service
     server.script = [raw_http.unavailable_for(1)]

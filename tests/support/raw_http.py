@@ -67,6 +67,33 @@ def after_interim(request):
     return interim + ok(request)[0], False
 
 
+def chunked(request):
+    """201 with its body in two chunks (Transfer-Encoding: chunked); the connection stays open."""
+    body = _json(answer_body(request))
+    half = len(body) // 2
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:half], body[half:]))
+    head = response(201, "Created", headers=[("Transfer-Encoding", "chunked")], length=False)
+    return head + chunks + b"0\r\n\r\n", False
+
+
+def folded_headers(request):
+    """201 whose header block has a folded line (obsolete, but allowed to arrive), a name with
+    a trailing blank value and odd spacing, then Content-Length; the connection stays open."""
+    body = _json(answer_body(request))
+    head = (
+        "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+        "X-Note: first part\r\n  folded second part\r\nX-Empty:\r\n"
+        f"Content-Length:   {len(body)}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body, False
+
+
+def close_after(request):
+    """201 with Content-Length and `Connection: close`; the server closes after it."""
+    body = _json(answer_body(request))
+    return response(201, "Created", body, headers=[("Connection", "close")]), True
+
+
 def unavailable_for(seconds):
     """503 with Retry-After in seconds."""
 
