@@ -97,6 +97,30 @@ def test_it_tells_each_player_once_against_a_failing_webhook(support, manager, w
         services.retry_statements(proposal, acting_user=manager)  # nothing failed any more
 
 
+def test_each_outcome_is_written_to_its_own_message_word_for_word(support, manager, webhook):
+    # The outcomes of a batch are written in one statement: awkward text (quotes, braces,
+    # commas, a backslash, accents) and an empty sent_at land on the right message unchanged.
+    refusal = 'player {p2}, "closed", \\ n\'a pas de compte; café'
+    webhook.script = {"p2": ["409:" + refusal]}
+    proposal, state = post_and_tell(support, manager)
+
+    assert state == StatementJob.State.DONE
+    messages = {m.player_id: m for m in StatementMessage.objects.filter(proposal=proposal)}
+    refused = messages.pop("p2")
+    assert (refused.state, refused.attempts, refused.remote_id, refused.sent_at) == (
+        MState.FAILED,
+        1,
+        "",
+        None,
+    )
+    assert refused.error == f"webhook refused (409): {refusal}"
+    assert len(messages) == 3
+    for message in messages.values():
+        assert message.state == MState.SENT and message.attempts == 1 and message.error == ""
+        assert message.remote_id == f"m-{message.idempotency_key}"
+        assert message.sent_at is not None and message.sent_at == message.updated_at
+
+
 def test_it_stops_on_a_refused_token_and_a_manager_resumes(support, manager, webhook, settings):
     settings.NOTIFY_TOKEN = "wrong"
     proposal, state = post_and_tell(support, manager)

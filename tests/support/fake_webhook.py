@@ -5,7 +5,7 @@ Like a real CRM it delivers a key once and answers a repeated key with the first
 `ignore_keys` it delivers again on every POST, so only a client that never resends blindly ends
 with each player told once. Scripted to misbehave per player: 500, 429 with Retry-After,
 "timeout" (deliver, then answer too late), "drop" (deliver, then close without answering),
-409 (refuse), and a wrong token (401). HTTP/1.1 keep-alive, like the operator's service.
+409 (refuse; "409:<text>" in those words), and a wrong token (401). HTTP/1.1 keep-alive, like the operator's service.
 """
 
 import json
@@ -99,6 +99,8 @@ class FakeWebhook:
                     return self._send(429, {"error": "slow down"}, {"Retry-After": "0"})
                 if step == "409":
                     return self._send(409, {"error": "unknown player"})
+                if step.startswith("409:"):  # a refusal in the CRM's own words
+                    return self._send(409, {"error": step[4:]})
                 message_id = self._deliver(key, body)
                 if step == "timeout":
                     time.sleep(hook.slow)
