@@ -6,6 +6,7 @@
   migration step that partitions a table.
 - beside.py: rows read from a second thread while Python computes.
 - keys.py: the credit key, its Python form beside its SQL form, from the same constants.
+- lookups.py: a list of values as one array parameter (`AnyOf`), not one parameter per value.
 - ddl.py: migration steps (foreign keys checked once per statement, PostgreSQL-only SQL).
 
 The collector is paused by the engine's one `paused_gc` (refunds_admin.payouts). The measurements
@@ -16,9 +17,11 @@ from .beside import fetch_beside
 from .copy import Same, copy_binary, insert_columns, insert_rows, rows_of, update_binary
 from .ddl import postgres_only, statement_level_foreign_key
 from .keys import credit_key, credit_key_sql, key_part, key_part_sql, parse_credit_key
+from .lookups import AnyOf
 from .partitions import copy_into_partition, partition_bound, partition_table
 
 __all__ = [
+    "AnyOf",
     "Same",
     "copy_binary",
     "copy_into_partition",

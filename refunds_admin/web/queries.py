@@ -13,10 +13,11 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import Count, Max, Min, Q, Value
+from django.db.models import Count, F, Max, Min, Q, Value
 from django.db.models.functions import Collate, Left, Lower
 
 from refunds_admin.audit.models import AuditEvent
+from refunds_admin.db import AnyOf
 from refunds_admin.incidents.services import rule_sentence
 from refunds_admin.payouts.money import display, to_cents
 from refunds_admin.proposals.figures import RULE_COMPONENTS
@@ -181,7 +182,9 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
         by_name = entries.annotate(**name_columns()).filter(name_starts(q))
         positions = list(by_name.values_list("position", flat=True)[: SEARCH_LIST + 1])
         if len(positions) <= SEARCH_LIST:
-            qs = qs.filter(position__in=[*by_id.values_list("position", flat=True), *positions])
+            positions += by_id.values_list("position", flat=True)
+            # Up to 2,000 positions, as one array parameter (db/lookups.py).
+            qs = qs.filter(AnyOf(F("position"), positions))
         else:
             # A short prefix ("pl"): its matches are everywhere, so walking the lines in order
             # and reading their entries' screen names (one lookup of the entries' key per line
