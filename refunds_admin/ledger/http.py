@@ -165,7 +165,7 @@ def parse_headers(fp):
     webhook's answers are a few plain "Name: value" lines, read here directly; any other block
     (a folded line, a line without a name, a stray carriage return) goes to the e-mail parser
     as before. A property test keeps the two equal
-    (tests/services/test_service_http.py)."""
+    (tests/services/test_service_http_headers.py)."""
     lines = []
     while True:
         line = fp.readline(_MAX_LINE + 1)
