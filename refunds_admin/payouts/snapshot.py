@@ -592,13 +592,15 @@ def _refuse_misspelt_fields(
         return
     for i, e in enumerate(entries_raw):
         if isinstance(e, dict) and not e.keys().isdisjoint(suspects):
-            entry_id = e.get("entry_id")
-            label = (
-                f"entries[{i}] ({entry_id})"
-                if isinstance(entry_id, str) and entry_id and not text_problem(entry_id, 40)
-                else f"entries[{i}]"
-            )
-            check(e, _BULK_KEYS, f"{label}.", "an entry")
+            check(e, _BULK_KEYS, f"{_entry_label(i, e.get('entry_id'))}.", "an entry")
+
+
+def _entry_label(i: int, entry_id: object) -> str:
+    """How a message names entry `i`: "entries[4] (e5)", or "entries[4]" when its entry_id is
+    missing or not fit to be shown."""
+    if isinstance(entry_id, str) and entry_id and not text_problem(entry_id, 40):
+        return f"entries[{i}] ({entry_id})"
+    return f"entries[{i}]"
 
 
 def _refuse_duplicate_key(
@@ -1103,12 +1105,7 @@ def _parse_entries_one_by_one(
         if not isinstance(e, dict):
             problems.add(f"entries[{i}]", f"must be a JSON object, not a JSON {json_type(e)}")
             continue
-        entry_id = e.get("entry_id", _MISSING)
-        label = (
-            f"entries[{i}] ({entry_id})"
-            if isinstance(entry_id, str) and entry_id and not text_problem(entry_id, 40)
-            else f"entries[{i}]"
-        )
+        label = _entry_label(i, e.get("entry_id"))
         entry_id = _identifier(e, "entry_id", f"{label}.entry_id", problems)
         player_id = _identifier(e, "player_id", f"{label}.player_id", problems)
         screen_name = (
