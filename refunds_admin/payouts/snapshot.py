@@ -249,25 +249,33 @@ class Snapshot:
         return self.place_amounts[place - 1] if 1 <= place <= len(self.place_amounts) else 0
 
 
-_TIMESTAMP = re.compile(
+_TIMESTAMP_PATTERN = (
     r"(\d{4})-(\d{2})-(\d{2})([Tt ])(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
     r"(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)"
 )
+# ISO 8601 writes its digits in ASCII: \d alone would also match full-width or Arabic-Indic
+# digits, which int() reads, so "２０２６-11-29T18:00:00Z" would be taken as a time.
+_TIMESTAMP = re.compile(_TIMESTAMP_PATTERN, re.ASCII)
+# A document stored by an earlier release, which matched any Unicode digit, still replays.
+_STORED_TIMESTAMP = re.compile(_TIMESTAMP_PATTERN)
 
 
 def parse_timestamp(value: object, *, stored: bool = False) -> Instant:
     """ISO 8601 with an offset -> Instant. Raises ValueError with a message for people.
 
     `stored`: a time of a document stored by an earlier release, which also read a space
-    between the date and the time (see parse_snapshot)."""
+    between the date and the time, and digits other than ASCII's (see parse_snapshot)."""
     if not isinstance(value, str):
         raise ValueError(
             "must be an ISO 8601 date-time string with an offset (like 2026-11-29T18:00:00Z), "
             f"not a JSON {json_type(value)}"
         )
-    m = _TIMESTAMP.fullmatch(value) if len(value) <= 64 else None
+    pattern = _STORED_TIMESTAMP if stored else _TIMESTAMP
+    m = pattern.fullmatch(value) if len(value) <= 64 else None
     if not m:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?", value):
+        if re.fullmatch(
+            r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?", value, re.ASCII
+        ):
             raise ValueError(f"{value!r} has no time zone offset (add Z or +01:00)")
         raise ValueError(
             f"{_shorten(value)!r} is not an ISO 8601 timestamp like 2026-11-29T18:00:00Z"

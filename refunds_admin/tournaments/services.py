@@ -554,7 +554,7 @@ def _entries_from_csv(data: CsvData) -> tuple[list[dict[str, Any]], list[str], P
                         (
                             f"{label}, {name}",
                             f"{value[:40]!r} is not a whole number"
-                            if not value.lstrip("-").isdigit()
+                            if not re.fullmatch(r"-?[0-9]+", value)
                             else f"{value[:20]}… is too large",
                         )
                     )

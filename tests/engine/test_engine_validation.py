@@ -257,6 +257,21 @@ CASES = [
         "incident.failed_at",
         "offset",
     ),
+    # ISO 8601's digits are ASCII; Python's int() would read these as 2026 and 18.
+    (
+        "start in full-width digits",
+        ("tournament", "starts_at"),
+        "\uff12\uff10\uff12\uff16-11-29T18:00:00Z",
+        "tournament.starts_at",
+        "ISO 8601",
+    ),
+    (
+        "failed_at in Arabic-Indic digits",
+        ("incident", "failed_at"),
+        "\u0662\u0660\u0662\u0666-\u0661\u0661-\u0662\u0669T\u0661\u0668:\u0661\u0660:\u0660\u0660Z",
+        "incident.failed_at",
+        "ISO 8601",
+    ),
 ]
 
 
@@ -403,14 +418,19 @@ def test_a_chip_count_too_large_for_64_bits_is_refused_as_too_large():
 
 
 def test_a_stored_document_is_read_as_the_release_that_stored_it_accepted_it():
-    """Earlier releases accepted a space for the T, an unknown key in a prize row and a snapshot
-    without entries; a document they stored still replays (parse_snapshot's `stored`)."""
+    """Earlier releases accepted a space for the T, digits other than ASCII's in a time, an
+    unknown key in a prize row and a snapshot without entries; a document they stored still
+    replays (parse_snapshot's `stored`)."""
     doc = base()
     doc["tournament"]["starts_at"] = "2026-11-29 18:00:00Z"
     doc["tournament"]["prizes"][1]["note"] = "as exported"
+    doc["incident"]["failed_at"] = doc["incident"]["failed_at"].replace(
+        "2026", "\uff12\uff10\uff12\uff16"
+    )
     problems = refused(doc)
     assert any(p.startswith("tournament.starts_at") for p in problems), problems
     assert any(p.startswith("tournament.prizes[1].note") for p in problems), problems
+    assert any(p.startswith("incident.failed_at") for p in problems), problems
     stored = parse_snapshot(doc, stored=True)
     assert stored.starts_at.at.isoformat() == "2026-11-29T18:00:00+00:00"
     assert compute_proposal(stored).to_json() == compute_proposal(parse_snapshot(base())).to_json()

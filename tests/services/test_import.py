@@ -348,16 +348,18 @@ def test_it_lists_unreadable_cells_and_the_engines_problems_at_once_by_row(suppo
         "e1,p1,ace,active,48x200\n"
         "e2,p2,bob,active,-5\n"
         "e1,p3,cid,eliminated,0\n"
+        "e4,p4,dee,active,\uff14\uff18\n"  # full-width digits: not a number in a CSV either
     )
     with pytest.raises(Refused) as refused:
         import_csv(entries.encode(), PRIZES_CSV, csv_fields(fee="3,00"), acting_user=support)
     problems = dict(refused.value.problems)
     assert problems["entries CSV row 2 (entry e1), chips"] == "'48x200' is not a whole number"
+    assert problems["entries CSV row 5 (entry e4), chips"] == "'\uff14\uff18' is not a whole number"
     assert "above 0" in problems["entries CSV row 3 (entry e2), chips"]
     duplicate = problems["entries CSV row 4 (entry e1), entry_id"]
     assert "also entries CSV row 2 (entry e1)" in duplicate
     assert "fee" in problems
-    assert len(refused.value.problems) == 4  # each problem once
+    assert len(refused.value.problems) == 5  # each problem once
     assert not any("entries[" in f"{where} {what}" for where, what in refused.value.problems)
     _nothing_stored()
 
