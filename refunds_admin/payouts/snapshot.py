@@ -273,7 +273,9 @@ def parse_timestamp(value: object, *, stored: bool = False) -> Instant:
     pattern = _STORED_TIMESTAMP if stored else _TIMESTAMP
     m = pattern.fullmatch(value) if len(value) <= 64 else None
     if not m:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?", value, re.ASCII):
+        if re.fullmatch(
+            r"\d{4}-\d{2}-\d{2}([Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?)?", value, re.ASCII
+        ):
             raise ValueError(f"{value!r} has no time zone offset (add Z or +01:00)")
         raise ValueError(
             f"{_shorten(value)!r} is not an ISO 8601 timestamp like 2026-11-29T18:00:00Z"

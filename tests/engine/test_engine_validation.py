@@ -257,6 +257,13 @@ CASES = [
         "incident.failed_at",
         "offset",
     ),
+    (
+        "failed_at with a decimal comma and no offset",
+        ("incident", "failed_at"),
+        "2026-11-29T19:00:00,5",
+        "incident.failed_at",
+        "no time zone offset",
+    ),
     # ISO 8601's digits are ASCII; Python's int() would read these as 2026 and 18.
     (
         "start in full-width digits",
