@@ -72,6 +72,9 @@ def _start_webhook():
     return proc, int(port_file.read_text())
 
 
+_NOTIFY_SETTINGS = ("NOTIFY_URL", "NOTIFY_TOKEN", "STATEMENT_CHANNEL")
+
+
 def bench_statements_100k():
     if not _postgres():
         return
@@ -83,6 +86,10 @@ def bench_statements_100k():
 
     old = setup_databases(verbosity=0, interactive=False, keepdb=False)
     webhook = None
+    # Put back at the end, so that a bench run after this one in the same process
+    # (`bench/run.py all`) does not send its own notices to this bench's stopped webhook.
+    saved = {name: getattr(settings, name) for name in _NOTIFY_SETTINGS}
+    eager = app.conf.task_always_eager
     app.conf.task_always_eager = True  # posting runs in-process here; it is benched elsewhere
     kick = notifications.kick_statements
     notifications.kick_statements = lambda proposal_id: None  # the bench runs delivery itself
@@ -148,6 +155,9 @@ def bench_statements_100k():
         )
     finally:
         notifications.kick_statements = kick
+        for name, value in saved.items():
+            setattr(settings, name, value)
+        app.conf.task_always_eager = eager
         if webhook is not None:
             webhook.kill()
         connection.close()
