@@ -46,6 +46,11 @@ class Incident(models.Model):
     site_wide_confirmed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # A tournament added to an outage after its site-wide finding gets that finding (its author
+    # above); the manager who added it applied the finding to it, and so chose its rule too.
+    site_wide_applied_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     rule = models.CharField(
         max_length=20, blank=True, help_text="The payout rule the timing selects."

@@ -572,9 +572,17 @@ def cancel_after_window(incident: Incident, *, acting_user: User | None) -> Inci
 
 @transaction.atomic
 def confirm_site_wide_issue(
-    incident: Incident, *, justification: str, acting_user: User
+    incident: Incident,
+    *,
+    justification: str,
+    acting_user: User,
+    finding_by: User | None = None,
 ) -> Incident:
-    """A manager's finding that site-wide issues impaired play: selects the full refund."""
+    """A manager's finding that site-wide issues impaired play: selects the full refund.
+
+    `finding_by`: the author of an outage's finding that `acting_user` applies to this incident
+    (a tournament added to the outage later). The finding stays its author's, and the incident
+    records both: neither may approve the proposal it leads to (four eyes)."""
     require_role(acting_user, CAN_DECIDE, "confirm a site-wide issue")
     justification = required_text(justification, "justification")
     fresh = _locked(incident)
@@ -589,19 +597,25 @@ def confirm_site_wide_issue(
     before_rule = fresh.rule
     parsed = engine_snapshot(tournaments.current_snapshot(fresh.tournament))
     rule = _rule_for(parsed, fresh.failed_at, True, fresh.tournament)
+    author = finding_by or acting_user
+    applied_by = acting_user if author.pk != acting_user.pk else None
     Incident.objects.filter(pk=fresh.pk, site_wide_issue=False).update(
         site_wide_issue=True,
         site_wide_justification=justification,
-        site_wide_confirmed_by=acting_user,
+        site_wide_confirmed_by=author,
+        site_wide_applied_by=applied_by,
         rule=rule,
     )
+    after = {"site_wide_issue": True, "rule": rule}
+    if applied_by is not None:
+        after |= {"finding_by": author.get_username(), "applied_by": applied_by.get_username()}
     record(
         "incident.site_wide_confirmed",
         fresh,
         actor=acting_user,
         tournament=fresh.tournament,
         before={"site_wide_issue": False, "rule": before_rule},
-        after={"site_wide_issue": True, "rule": rule},
+        after=after,
         reason=justification,
     )
     return _sync(incident)

@@ -271,9 +271,14 @@ def _sync(outage):
 
 
 @transaction.atomic
-def add_tournament(outage, tournament, *, acting_user):
+def add_tournament(outage, tournament, *, acting_user, second_factor):
     """Add a tournament found later to an open outage: its incident gets the outage's failure
-    time and cause, and the outage's site-wide finding when one was confirmed."""
+    time and cause, and the outage's site-wide finding when one was confirmed.
+
+    `second_factor`: the request comes from a session signed in with both factors (views pass
+    accounts.mfa.session_verified; commands and tests True). Applying a finding is a money
+    decision, made only from such a session: checked here, under the outage's lock, so that a
+    finding confirmed a moment before the request is not applied without it."""
     require_role(acting_user, CAN_PREPARE, "add tournaments to an outage")
     fresh = _locked(outage)
     if not is_open(fresh):
@@ -285,10 +290,19 @@ def add_tournament(outage, tournament, *, acting_user):
         require_role(
             acting_user, CAN_DECIDE, "add a tournament to an outage with a site-wide finding"
         )
+        if not second_factor:
+            raise Refused(
+                f"Outage {fresh.pk} has a site-wide finding, which adding a tournament applies "
+                "to it: type the code from your authenticator app first. Nothing was changed."
+            )
     incident = _join(fresh, tournament, acting_user=acting_user, why="added to the outage later")
     if fresh.site_wide_issue:
+        # The finding stays its author's; this manager applied it (both chose the rule).
         incident_services.confirm_site_wide_issue(
-            incident, justification=fresh.site_wide_justification, acting_user=acting_user
+            incident,
+            justification=fresh.site_wide_justification,
+            acting_user=acting_user,
+            finding_by=fresh.site_wide_confirmed_by,
         )
     record(
         "outage.tournament_added",

@@ -13,8 +13,15 @@ from refunds_admin.jobs.kinds import JobKind, register
 #   the outage's, which each incident carries);
 # - declared_not_resumable_by: the manager who declared the tournament not resumable (the
 #   incident's own declaration or the outage's "rest not resumable"), which fixed the timing;
-# - policy_changed_by: the manager who changed the tournament's cancellation policy.
-RULE_CHOOSERS = ("site_wide_confirmed_by", "declared_not_resumable_by", "policy_changed_by")
+# - policy_changed_by: the manager who changed the tournament's cancellation policy;
+# - site_wide_applied_by: the manager who added the tournament to an outage after its site-wide
+#   finding, which applied that finding (and rule 1) to it.
+RULE_CHOOSERS = (
+    "site_wide_confirmed_by",
+    "declared_not_resumable_by",
+    "policy_changed_by",
+    "site_wide_applied_by",
+)
 NOT_THE_DECIDER = ("prepared_by", "submitted_by", *RULE_CHOOSERS)
 _WHY = {
     "prepared_by": "prepared",
@@ -22,6 +29,7 @@ _WHY = {
     "site_wide_confirmed_by": "confirmed the site-wide finding that chose the rule of",
     "declared_not_resumable_by": "declared not resumable the tournament of",
     "policy_changed_by": "changed the cancellation policy that chose the rule of",
+    "site_wide_applied_by": "applied the outage's site-wide finding that chose the rule of",
 }
 
 
@@ -114,6 +122,9 @@ class PayoutProposal(models.Model):
     policy_changed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    site_wide_applied_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -197,9 +208,12 @@ class PayoutProposal(models.Model):
         prepared or submitted it, or chose its rule."""
         for field in people:
             if user.pk is not None and getattr(self, f"{field}_id") == user.pk:
+                # Who prepared or submitted it may neither approve nor reject it; who chose its
+                # rule may still send it back (why_not_rejected_by): the message says which.
+                decision = "approve it" if field in RULE_CHOOSERS else "approve it or reject it"
                 return (
                     f"{user.get_username()} {_WHY[field]} proposal {self.pk}; another manager "
-                    "must approve it or reject it (four eyes)."
+                    f"must {decision} (four eyes)."
                 )
         return ""
 

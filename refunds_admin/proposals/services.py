@@ -212,6 +212,10 @@ def _rule_chosen_by(incident: Incident, tournament: Tournament) -> dict[str, int
         "declared_not_resumable_by_id": incident.closed_by_id if not_resumable else None,
         # The manager who changed the tournament's policy chose the rule as much as a finding.
         "policy_changed_by_id": tournament.policy_changed_by_id,
+        # So did the manager who added it to an outage after the outage's finding.
+        "site_wide_applied_by_id": incident.site_wide_applied_by_id
+        if incident.site_wide_issue
+        else None,
     }
 
 

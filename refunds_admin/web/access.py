@@ -62,7 +62,10 @@ def get_proposal_for(request, pk):
     )
     _with_staff(
         (proposal, ("prepared_by", "submitted_by", "approved_by")),
-        (proposal.incident, ("recorded_by", "closed_by", "site_wide_confirmed_by")),
+        (
+            proposal.incident,
+            ("recorded_by", "closed_by", "site_wide_confirmed_by", "site_wide_applied_by"),
+        ),
     )
     return proposal
 

@@ -93,3 +93,76 @@ def test_the_whole_flow_runs_as_the_app_role_and_history_cannot_be_rewritten(
     with pytest.raises(CommandError, match="broken at event") as e:
         call_command("verify_audit")
     assert e.value.returncode == 1
+
+
+def _posted_proposal(support, manager):
+    proposal = draft_proposal(support)
+    proposal = proposals.submit_proposal(proposal, acting_user=support)
+    proposal = proposals.approve_proposal(
+        proposal, acting_user=manager, fingerprint=proposal.fingerprint
+    )
+    ledger.post_proposal(proposal.pk)
+    return PayoutProposal.objects.get(pk=proposal.pk)
+
+
+def test_a_temporary_table_does_not_fool_the_databases_guards(as_app_role, support, manager):
+    """A session's temporary table is found before the schema's unless a function names
+    pg_temp last: a temporary `proposals_payoutproposal` saying "draft" must not let the line
+    trigger, or the owner's attach function, rewrite a posted proposal's lines."""
+    proposal = _posted_proposal(support, manager)
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE proposals_payoutproposal (id bigint, status text)")
+        cursor.execute(
+            "INSERT INTO pg_temp.proposals_payoutproposal VALUES (%s, 'draft')", [proposal.pk]
+        )
+    assert "immutable" in _refused(
+        "UPDATE public.proposals_payoutline SET chip_equity_cents = chip_equity_cents + 100, "
+        "total_cents = total_cents + 100 WHERE proposal_id = %s",
+        [proposal.pk],
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE public.forged_lines (LIKE public.proposals_payoutline "
+            "INCLUDING DEFAULTS INCLUDING CONSTRAINTS)"
+        )
+        cursor.execute(
+            "INSERT INTO public.forged_lines SELECT * FROM public.proposals_payoutline "
+            "WHERE proposal_id = %s",
+            [proposal.pk],
+        )
+    assert "only while it is a draft" in _refused(
+        "SELECT refunds_attach_partition('proposals_payoutline', 'forged_lines', %s)",
+        [proposal.pk],
+    )
+    total = sum(PayoutLine.objects.filter(proposal=proposal).values_list("total_cents", flat=True))
+    assert total == proposal.total_cents
+
+
+def test_a_decided_proposal_never_goes_back_to_draft(as_app_role, support, manager):
+    proposal = _posted_proposal(support, manager)
+    for status in ("draft", "submitted", "approved", "posting"):
+        message = _refused(
+            "UPDATE proposals_payoutproposal SET status = %s WHERE id = %s", [status, proposal.pk]
+        )
+        assert "never goes back" in message, status
+    assert PayoutProposal.objects.get(pk=proposal.pk).status == "posted"
+
+
+def test_every_function_of_ours_names_its_schemas_with_pg_temp_last(db):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT p.proname, p.proconfig FROM pg_proc p
+            JOIN pg_namespace n ON n.oid = p.pronamespace
+            JOIN pg_language l ON l.oid = p.prolang
+            WHERE n.nspname = 'public' AND l.lanname = 'plpgsql'
+            """
+        )
+        functions = dict(cursor.fetchall())
+    assert "refunds_attach_partition" in functions and "proposals_payoutline_frozen" in functions
+    unpinned = {
+        name
+        for name, config in functions.items()
+        if "search_path=pg_catalog, public, pg_temp" not in (config or [])
+    }
+    assert unpinned == set()

@@ -280,7 +280,10 @@ def _run_main(outage_id):
 def test_adding_a_tournament_keeps_the_batch_idempotent(support, manager):
     o = outage(support, failed_ago=timedelta(minutes=10))
     outages.add_tournament(
-        o, import_doc(support, external_id="LATE").tournament, acting_user=support
+        o,
+        import_doc(support, external_id="LATE").tournament,
+        acting_user=support,
+        second_factor=False,
     )
     outages.declare_rest_not_resumable(o, reason="rack gone", acting_user=manager)
     run = batches.start_prepare(o, acting_user=support)
@@ -320,7 +323,10 @@ def test_every_outage_event_reads_as_a_sentence(support, manager, other_manager)
 
     o = outage(support, failed_ago=timedelta(minutes=5), docs={"OUT-3": {"currency": "EUR"}})
     outages.add_tournament(
-        o, import_doc(support, external_id="LATE").tournament, acting_user=support
+        o,
+        import_doc(support, external_id="LATE").tournament,
+        acting_user=support,
+        second_factor=False,
     )
     first = outages.incidents_of(o)[0]
     outages.mark_resumed(o, [first.pk], resumed_at=timezone.now(), acting_user=support)

@@ -126,7 +126,7 @@ def test_it_resolves_external_ids_with_a_problem_per_unknown_one(support):
 def test_it_adds_a_tournament_to_an_open_outage_later(support):
     o = outage(support, failed_ago=timedelta(minutes=5))
     late = import_doc(support, external_id="FOUND-LATER").tournament
-    incident = services.add_tournament(o, late, acting_user=support)
+    incident = services.add_tournament(o, late, acting_user=support, second_factor=False)
     assert incident.failed_at == o.failed_at and incident.status == "open"
     assert "FOUND-LATER" in _statuses(o)
     assert AuditEvent.objects.filter(action="outage.tournament_added").count() == 1
@@ -137,7 +137,7 @@ def test_it_refuses_to_add_a_tournament_to_a_closed_outage(support, manager):
     services.declare_rest_not_resumable(o, reason="hardware gone", acting_user=manager)
     late = import_doc(support, external_id="FOUND-LATER").tournament
     with pytest.raises(Refused, match="closed"):
-        services.add_tournament(o, late, acting_user=support)
+        services.add_tournament(o, late, acting_user=support, second_factor=False)
 
 
 def test_it_marks_resumed_per_tournament_and_declares_the_rest_not_resumable(support, manager):
@@ -201,6 +201,52 @@ def test_a_tournament_added_after_the_finding_gets_it_from_a_manager(support, ma
     services.confirm_site_wide_issue(o, justification="DC down", acting_user=manager)
     late = import_doc(support, external_id="FOUND-LATER").tournament
     with pytest.raises(PermissionDenied):
-        services.add_tournament(o, late, acting_user=support)
-    incident = services.add_tournament(o, late, acting_user=manager)
+        services.add_tournament(o, late, acting_user=support, second_factor=False)
+    incident = services.add_tournament(o, late, acting_user=manager, second_factor=True)
     assert incident.site_wide_issue and incident.rule == "full_refund"
+
+
+def test_applying_a_finding_to_a_tournament_added_later_needs_the_second_factor(support, manager):
+    o = outage(support, failed_ago=timedelta(minutes=5))
+    services.confirm_site_wide_issue(o, justification="DC down", acting_user=manager)
+    late = import_doc(support, external_id="FOUND-LATER").tournament
+    with pytest.raises(Refused, match="authenticator app"):
+        services.add_tournament(o, late, acting_user=manager, second_factor=False)
+    assert not Incident.objects.filter(tournament=late).exists()  # nothing half-saved
+    assert "FOUND-LATER" not in _statuses(o)
+
+
+def test_neither_the_findings_author_nor_who_applied_it_approves_the_added_tournament(
+    support, manager, other_manager
+):
+    from refunds_admin.proposals import services as proposals
+    from refunds_admin.proposals.models import PayoutProposal
+
+    o = outage(support, failed_ago=timedelta(minutes=5))
+    services.confirm_site_wide_issue(o, justification="DC down", acting_user=manager)
+    late = import_doc(support, external_id="FOUND-LATER").tournament
+    incident = services.add_tournament(o, late, acting_user=other_manager, second_factor=True)
+    # The finding stays its author's (with its justification); the incident names both.
+    assert incident.site_wide_confirmed_by == manager
+    assert incident.site_wide_applied_by == other_manager
+    event = AuditEvent.objects.get(
+        action="incident.site_wide_confirmed", object_id=str(incident.pk)
+    )
+    assert event.actor == other_manager and event.reason == "DC down"
+    assert event.after["finding_by"] == manager.username
+    assert event.after["applied_by"] == other_manager.username
+
+    services.declare_rest_not_resumable(o, reason="rack gone", acting_user=manager)
+    incident.refresh_from_db()
+    proposal = proposals.prepare_proposal(incident, acting_user=support)
+    proposal = proposals.submit_proposal(proposal, acting_user=support)
+    assert proposal.rule == "full_refund"
+    assert proposal.site_wide_confirmed_by == manager
+    assert proposal.site_wide_applied_by == other_manager
+    with pytest.raises(PermissionDenied, match="applied the outage's site-wide finding"):
+        proposals.approve_proposal(
+            proposal, acting_user=other_manager, fingerprint=proposal.fingerprint
+        )
+    with pytest.raises(PermissionDenied, match="four eyes"):
+        proposals.approve_proposal(proposal, acting_user=manager, fingerprint=proposal.fingerprint)
+    assert PayoutProposal.objects.get(pk=proposal.pk).status == "submitted"

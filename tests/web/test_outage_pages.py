@@ -261,3 +261,29 @@ def test_the_prepare_progress_reloads_the_page_once_the_run_finished(client, sup
     assert partial["HX-Refresh"] == "true"
     assert "Prepared and submitted" in partial.content.decode()
     assert "Prepared and submitted Prepared and submitted" not in partial.content.decode()
+
+
+def test_adding_a_tournament_to_an_outage_with_a_finding_needs_both_factors(
+    client, support, manager, other_manager
+):
+    from django.urls import reverse
+
+    from refunds_admin.incidents.models import Incident
+    from refunds_admin.outages import services as outage_services
+    from tests.conftest import password_only_login
+
+    o = outage(support, failed_ago=timedelta(minutes=5))
+    outage_services.confirm_site_wide_issue(o, justification="DC down", acting_user=manager)
+    late = import_doc(support, external_id="FOUND-LATER").tournament
+    # Signed in with the password alone: sent for the code, nothing added, no finding applied.
+    password_only_login(client, other_manager)
+    response = client.post(f"/outages/{o.pk}/add/", {"tournament": late.pk})
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("mfa_verify"))
+    assert o.members.count() == 3 and not Incident.objects.filter(tournament=late).exists()
+    # With both factors it is added, and the finding applied in its author's name.
+    login(client, other_manager)
+    assert client.post(f"/outages/{o.pk}/add/", {"tournament": late.pk}).status_code == 302
+    incident = Incident.objects.get(tournament=late)
+    assert incident.site_wide_confirmed_by == manager
+    assert incident.site_wide_applied_by == other_manager

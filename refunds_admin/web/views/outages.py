@@ -10,7 +10,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from refunds_admin.accounts.mfa import money_decision
+from refunds_admin.accounts.mfa import (
+    decision_refusal,
+    money_decision,
+    needs_device,
+    session_verified,
+)
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_role
 from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
@@ -322,10 +327,24 @@ def outage_site_wide(request, pk):
 @role_required(CAN_PREPARE)
 @require_POST
 def outage_add(request, pk):
+    # Support staff add tournaments to an outage; once a manager confirmed its site-wide finding,
+    # adding one applies that finding, a money decision: a manager's, from a session signed in
+    # with both factors (the service checks again under the outage's lock).
+    outage = get_outage_for(request, pk)
+    if outage.site_wide_issue and needs_device(request.user):
+        refusal = decision_refusal(request)
+        if refusal is not None:
+            return refusal
+
     def perform(outage):
         candidates = outage_services.tournaments_running_at(outage.failed_at)
         data = _form_or_refuse(AddTournamentForm(request.POST, candidates=candidates))
-        outage_services.add_tournament(outage, data["tournament"], acting_user=request.user)
+        outage_services.add_tournament(
+            outage,
+            data["tournament"],
+            acting_user=request.user,
+            second_factor=session_verified(request),
+        )
 
     return _act(request, pk, CAN_PREPARE, perform, "Tournament added to the outage.")
 
