@@ -93,6 +93,10 @@ class Snapshot(models.Model):
     so a replay years later reads the very same document.
     """
 
+    # Not a column: True on the instance an import returns when the document was exactly the
+    # current version's (nothing imported), for the upload page to say so.
+    already_current = False
+
     class Source(models.TextChoices):
         UPLOAD = "upload", "Uploaded JSON"
         CSV = "csv", "CSV form"

@@ -140,8 +140,9 @@ def _import_snapshot(
     commands call `incidents.services.import_snapshot`, the only caller of this one, which keeps
     that incident's rule in step with the new version); once a proposal was
     approved the tournament is frozen and a re-import is refused. Importing exactly the document
-    of the current version again changes nothing and returns that version, so that a retried API
-    call does not pile up identical versions.
+    of the current version again changes nothing and returns that version (its `already_current`
+    set, for the upload page to say so), so that a retried API call does not pile up identical
+    versions.
     """
     _require_importer(acting_user)
     # Bytes as received go to the engine as they are: orjson reads UTF-8 itself, so the document
@@ -226,6 +227,8 @@ def _store(
         previous = tournament.current_snapshot
         if previous is not None and previous.sha256 == sha256:
             # The same document again (a retried API call): nothing to replace, frozen or not.
+            # Marked, so that the upload page says nothing was imported.
+            previous.already_current = True
             return previous
         if tournament.frozen_at is not None:
             raise Refused(

@@ -133,13 +133,27 @@ def player_id_lower():
     return Lower("player_id")
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def lowered(q):
+    """`q` lowered as the database lowers what it is compared with (LOWER(...) of a name, an id
+    or an address). PostgreSQL lowers every letter, as Python does. SQLite, the development desk
+    of `make run`, lowers the ASCII letters only: a query lowered by Python would never find
+    "Fish Ünïcode" there, so it is lowered the same way (any case for A-Z, the other letters as
+    typed)."""
+    if connection.vendor == "sqlite":
+        return q.translate(_ASCII_LOWER)
+    return q.lower()
+
+
 def name_starts(q, *, exact=False):
     """The entries whose screen name starts with `q` in any case (or is `q`, exactly, when
     `exact`): the index holds the lowered first NAME_PREFIX characters of each name, so it is
     asked for those, and the whole name is checked on the entries it finds. The queryset is
     annotated with name_columns() first (or the same two names spelled out, where the query
     orders by one of them: the type checker cannot see names given as **kwargs)."""
-    q = q.lower()
+    q = lowered(q)
     # The index leaves out the entries without a name (most have one or none): saying so lets
     # PostgreSQL use it.
     named = ~Q(screen_name="")
@@ -174,7 +188,7 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
         # PostgreSQL may walk all 100k lines in order, expecting matches everywhere.)
         entries = Entry.objects.filter(snapshot_id=proposal.snapshot_id).order_by()
         by_id = entries.annotate(player_lower=player_id_lower()).filter(
-            Q(entry_id=q) | Q(player_lower=q.lower(), player_id=q)
+            Q(entry_id=q) | Q(player_lower=lowered(q), player_id=q)
         )
         # In no order: only whether there are more than SEARCH_LIST, and which, matters. (Sorted
         # by name, a prefix most names share read every match before the first 1,001: 80-90 ms
@@ -192,7 +206,7 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
             screen_name = entry_screen_name(proposal.snapshot_id)
             qs = qs.annotate(screen_lower=Lower(screen_name)).filter(
                 Q(position__in=list(by_id.values_list("position", flat=True)))
-                | Q(screen_lower__startswith=q.lower())
+                | Q(screen_lower__startswith=lowered(q))
             )
     if show == "paid":
         qs = qs.filter(total_cents__gt=0)
@@ -213,7 +227,7 @@ def snapshot_entries(snapshot, *, q=""):
     if q:
         qs = qs.annotate(player_lower=player_id_lower(), **name_columns()).filter(
             Q(entry_id=q)
-            | Q(player_lower=q.lower(), player_id=q)
+            | Q(player_lower=lowered(q), player_id=q)
             | (name_starts(q, exact=True) & Q(screen_name=q))
         )
     return qs
@@ -685,7 +699,7 @@ def player_matches(q):
     tournaments/0003 and 0012)."""
     from refunds_admin.tournaments.models import Tournament
 
-    q = (q or "").strip().lower()
+    q = lowered((q or "").strip())
     current = Tournament.objects.exclude(current_snapshot=None).values("current_snapshot_id")
     base = Entry.objects.filter(snapshot_id__in=current)
     if not q:
@@ -716,7 +730,7 @@ def with_names(players):
     for player_id, screen_name, email in (
         # lower(player_id) finds them through its index (no index holds the plain player_id).
         Entry.objects.annotate(player_lower=player_id_lower())
-        .filter(player_lower__in=sorted({i.lower() for i in ids}), player_id__in=ids)
+        .filter(player_lower__in=sorted({lowered(i) for i in ids}), player_id__in=ids)
         .values_list("player_id", "screen_name", "email")
         .distinct()
     ):
@@ -751,7 +765,7 @@ def player_tournaments(player_id):
         # lower(player_id) finds them through its index (no index holds the plain player_id).
         Entry.objects.annotate(player_lower=player_id_lower())
         .filter(
-            player_lower=player_id.lower(),
+            player_lower=lowered(player_id),
             player_id=player_id,
             snapshot_id__in=Tournament.objects.exclude(current_snapshot=None).values(
                 "current_snapshot_id"

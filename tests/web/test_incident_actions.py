@@ -149,3 +149,26 @@ def test_a_stale_forms_field_error_names_its_field_above_the_page(
     assert "Attempted at: Enter a valid date/time." in page
     incident.refresh_from_db()
     assert incident.status == "cancelled" and not incident.restart_attempts.exists()
+
+
+def test_an_out_of_date_submission_is_prepared_again_from_the_incident(client, support):
+    from refunds_admin.proposals.models import PayoutProposal
+    from tests.support.factories import snapshot_doc, submitted_proposal
+
+    proposal = submitted_proposal(support, external_id="UP-STALE")
+    incident = proposal.incident
+    client.force_login(support)
+    url = reverse("incident_detail", args=[incident.pk])
+    # A current submission waits for its manager: it is not prepared again over their head.
+    assert "Prepare proposal" not in client.get(url).content.decode()
+    # The platform sends a better snapshot: the submission can no longer be approved.
+    import_doc(
+        support,
+        doc=snapshot_doc("UP-STALE", starts_at=incident.tournament.starts_at, eliminated=7),
+    )
+    page = client.get(url).content.decode()
+    assert "Prepare proposal" in page
+    assert "replaces submitted v1, which is out of date" in page
+    assert client.post(reverse("incident_prepare", args=[incident.pk])).status_code == 302
+    versions = PayoutProposal.objects.filter(incident=incident).values_list("version", "status")
+    assert dict(versions) == {1: "superseded", 2: "draft"}

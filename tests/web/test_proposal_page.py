@@ -254,3 +254,36 @@ def test_a_draft_overtaken_by_a_site_wide_finding_offers_no_submit(client, suppo
     page = client.get(reverse("proposal_detail", args=[proposal.pk])).content.decode()
     assert "a site-wide issue was confirmed after this proposal was prepared" in page
     assert "Submit for approval" not in page
+
+
+@pytest.mark.django_db
+def test_who_chose_the_rule_is_told_they_may_not_approve_yet_may_send_it_back(
+    client, support, manager
+):
+    from tests.support.factories import open_incident
+
+    incident = incidents.declare_not_resumable(
+        open_incident(support, external_id="UP-CHOSE"), reason="rack gone", acting_user=manager
+    )
+    proposal = submit_proposal(prepare_proposal(incident, acting_user=support), acting_user=support)
+    client.force_login(manager)
+    page = client.get(reverse("proposal_approval", args=[proposal.pk])).content.decode()
+    assert 'id="approve-form"' not in page and 'id="reject-form"' in page
+    assert "another manager must approve it (four eyes)" in page
+    assert "approve it or reject it" not in page
+
+
+@pytest.mark.django_db
+def test_a_screen_name_with_letters_beyond_ascii_is_found_as_it_is_spelt(client, support):
+    from tests.support.factories import snapshot_doc
+
+    proposal = draft_proposal(
+        support,
+        doc=snapshot_doc("UP-UNI", entry_fields={0: {"screen_name": "Fish Ünïcode 7"}}),
+    )
+    client.force_login(support)
+    for q in ("Fish Ünïcode 7", "fish Ü", "FISH ÜNÏ"[:6]):
+        page = client.get(reverse("proposal_detail", args=[proposal.pk]), {"q": q}).content
+        assert "Fish Ünïcode 7" in page.decode(), q
+    players = client.get(reverse("player_lookup"), {"q": "Fish Ün"}).content.decode()
+    assert "Fish Ünïcode 7" in players

@@ -22,10 +22,10 @@ def test_the_demo_says_how_to_print_a_code_from_the_virtualenv(capsys):
     call_command("load_demo")
     out = capsys.readouterr().out
     assert "manager: key " in out
-    assert ".venv/bin/python manage.py totp_code manager" in out
+    assert "DEBUG=1 .venv/bin/python manage.py totp_code manager" in out
     assert re.search(r"(?<!/)\bpython manage\.py totp_code", out) is None
     readme = (ROOT / "README.md").read_text()
-    assert ".venv/bin/python manage.py totp_code manager" in readme
+    assert "DEBUG=1 .venv/bin/python manage.py totp_code manager" in readme
     assert re.search(r"`python manage\.py totp_code", readme) is None
 
 

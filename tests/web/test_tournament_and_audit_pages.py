@@ -147,3 +147,26 @@ def test_it_tells_recent_activity_in_sentences_on_the_dashboard(client, world, m
     section = page.split('id="recent-activity"')[1]
     assert f"sam_support submitted proposal {world['proposal'].pk}" in section
     assert "<code>proposal.submitted</code>" not in section
+
+
+@pytest.mark.django_db
+def test_uploading_the_current_snapshot_again_says_nothing_was_imported(client, support):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from refunds_admin.audit.models import AuditEvent
+    from refunds_admin.tournaments.models import Snapshot
+    from tests.support.factories import dumps, snapshot_doc
+
+    raw = dumps(snapshot_doc("UP-AGAIN")).encode()
+    client.force_login(support)
+
+    def upload():
+        file = SimpleUploadedFile("s.json", raw, "application/json")
+        return client.post("/tournaments/import/", {"kind": "json", "file": file}, follow=True)
+
+    assert "Imported UP-AGAIN (snapshot version 1" in upload().content.decode()
+    page = upload().content.decode()
+    assert "Already imported: the file is identical to UP-AGAIN" in page
+    assert "Imported UP-AGAIN" not in page
+    assert Snapshot.objects.filter(tournament__external_id="UP-AGAIN").count() == 1
+    assert AuditEvent.objects.filter(action="snapshot.imported").count() == 1

@@ -179,9 +179,18 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
         and not incident.site_wide_issue
         and has_role(user, CAN_DECIDE)
         and (live is None or live.status in (PayoutProposal.Status.DRAFT,)),
+        # A submission waits for its manager; once it is out of date (it can no longer be
+        # approved), preparing again is the way on, and supersedes it.
         "may_prepare": incident.status == Incident.Status.CANCELLED
         and has_role(user, CAN_PREPARE)
-        and (live is None or live.status == PayoutProposal.Status.DRAFT),
+        and (
+            live is None
+            or live.status == PayoutProposal.Status.DRAFT
+            or (
+                live.status == PayoutProposal.Status.SUBMITTED
+                and bool(proposal_services.out_of_date_reasons(live))
+            )
+        ),
         "restart_form": RestartAttemptForm(initial={"attempted_at": _now_local()}),
         "resumed_form": ResumedForm(initial={"resumed_at": _now_local()}),
         "reason_form": ReasonForm(),

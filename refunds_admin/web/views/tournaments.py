@@ -335,6 +335,13 @@ def tournament_import(request):
 
 
 def _imported(request, snapshot):
+    if snapshot.already_current:
+        messages.info(
+            request,
+            f"Already imported: the file is identical to {snapshot.tournament.external_id}'s "
+            f"snapshot version {snapshot.version}; nothing changed.",
+        )
+        return redirect("tournament_detail", pk=snapshot.tournament_id)
     messages.success(
         request,
         f"Imported {snapshot.tournament.external_id} (snapshot version {snapshot.version}, "

@@ -85,11 +85,11 @@ class Command(BaseCommand):
         self.stdout.write("")
         self.stdout.write(
             "Two-factor codes (managers approve with one, the admin asks for one): add the key "
-            "to an authenticator app, or print the current code with `.venv/bin/python manage.py totp_code USER`."
+            "to an authenticator app, or print the current code with `DEBUG=1 .venv/bin/python manage.py totp_code USER`."
         )
         for username, key in self._two_factor(users):
             self.stdout.write(
-                f"  {username}: key {key}    (.venv/bin/python manage.py totp_code {username})"
+                f"  {username}: key {key}    (DEBUG=1 .venv/bin/python manage.py totp_code {username})"
             )
 
     def _two_factor(self, users):
