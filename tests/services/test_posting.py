@@ -229,6 +229,8 @@ def _back_to_posting(proposal):
     on_postgres = connection.vendor == "postgresql"
     with connection.cursor() as cursor:
         if on_postgres:
+            # ALTER TABLE waits for no deferred check: run those now.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(f"ALTER TABLE proposals_payoutproposal DISABLE TRIGGER {guard}")
         PayoutProposal.objects.filter(pk=proposal.pk).update(status="posting")
         if on_postgres:

@@ -172,3 +172,21 @@ def test_an_out_of_date_submission_is_prepared_again_from_the_incident(client, s
     assert client.post(reverse("incident_prepare", args=[incident.pk])).status_code == 302
     versions = PayoutProposal.objects.filter(incident=incident).values_list("version", "status")
     assert dict(versions) == {1: "superseded", 2: "draft"}
+
+
+def test_the_managers_dashboard_marks_a_submission_that_went_out_of_date(client, support, manager):
+    from tests.support.factories import snapshot_doc, submitted_proposal
+
+    proposal = submitted_proposal(support, external_id="UP-STALE")
+    client.force_login(manager)
+    mark = "Out of date: it must be prepared again"
+    page = client.get(reverse("dashboard")).content.decode()
+    assert "UP-STALE v1" in page and mark not in page
+    import_doc(
+        support,
+        doc=snapshot_doc(
+            "UP-STALE", starts_at=proposal.incident.tournament.starts_at, eliminated=7
+        ),
+    )
+    page = client.get(reverse("dashboard")).content.decode()
+    assert "UP-STALE v1" in page and mark in page

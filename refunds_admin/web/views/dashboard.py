@@ -11,6 +11,7 @@ from refunds_admin.audit.display import describe
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
 from refunds_admin.proposals.models import NOT_LIVE, PayoutProposal
+from refunds_admin.proposals.services import out_of_date_reasons
 
 from ..access import role_required
 from ..progress import progress_of
@@ -44,6 +45,9 @@ def dashboard(request):
                 "incident__tournament", "submitted_by"
             )[:50]
         )
+    # A submission the facts moved past can no longer be approved: marked, not offered as work.
+    # (From the rows already read: the incident and tournament come with each proposal.)
+    out_of_date = {p.pk for p in waiting if out_of_date_reasons(p)}
     submitted_elsewhere = PayoutProposal.objects.filter(
         status=PayoutProposal.Status.SUBMITTED
     ).count()
@@ -86,6 +90,7 @@ def dashboard(request):
             "now": now,
             "open_incidents": open_incidents,
             "waiting": waiting,
+            "out_of_date": out_of_date,
             "submitted_count": submitted_elsewhere,
             "jobs": jobs,
             "recent": recent,
