@@ -605,9 +605,31 @@ def _start_of(snapshot):
     return engine_snapshot(snapshot).starts_at.at
 
 
+# What an entry paid, won and carries besides its chips, as the snapshot's words name it: a
+# re-import that changes one of these changes that player's refund.
+_ENTRY_MONEY = {
+    "buy_in_paid_cents": "buy-in paid",
+    "fee_paid_cents": "fee paid",
+    "rebuys_paid_cents": "rebuys paid",
+    "rebuy_fees_paid_cents": "rebuy fees paid",
+    "bounty_paid_cents": "bounty paid",
+    "bounty_cents": "bounty on their head",
+    "bounties_won_cents": "bounties won",
+    "prize_awarded_cents": "prize awarded",
+    "finish_place": "finish place",
+    "paid_with": "paid with",
+}
+
+
+def _money_fields_changed(was, now):
+    """The names (_ENTRY_MONEY's words) of the money fields that differ between two rows."""
+    return [name for name, a, b in zip(_ENTRY_MONEY.values(), was, now, strict=True) if a != b]
+
+
 def snapshot_changes(old, new, *, with_entries=True):
     """What a re-import changed between two snapshot versions of one tournament: the start,
-    the prize table, and (with_entries) the entries and their chips."""
+    the prize table, and (with_entries) the entries: added, removed, eliminated, their chips,
+    and the entries whose money fields (_ENTRY_MONEY) differ, with the first few of them."""
     if old is None or new is None or old.pk == new.pk:
         return None
     old_start, new_start = _start_of(old), _start_of(new)
@@ -630,24 +652,34 @@ def snapshot_changes(old, new, *, with_entries=True):
         "active_after": new.active_count,
     }
     if with_entries:
-        fields = ("entry_id", "status", "chips")
-        before = {e: (s, c) for e, s, c in old.entries.values_list(*fields).iterator(5000)}
-        after = {e: (s, c) for e, s, c in new.entries.values_list(*fields).iterator(5000)}
+        # One read of each version: entry id -> (status, chips, *money fields).
+        fields = ("entry_id", "status", "chips", *_ENTRY_MONEY)
+        before = {r[0]: r[1:] for r in old.entries.values_list(*fields).iterator(5000)}
+        after = {r[0]: r[1:] for r in new.entries.values_list(*fields).iterator(5000)}
+        money_changed = [
+            (e, _money_fields_changed(before[e][2:], row[2:]))
+            for e, row in after.items()
+            if e in before and before[e][2:] != row[2:]
+        ]
         chips_changed = [
-            (e, before[e][1], c) for e, (_, c) in after.items() if e in before and before[e][1] != c
+            (e, before[e][1], row[1])
+            for e, row in after.items()
+            if e in before and before[e][1] != row[1]
         ]
         changes.update(
             added=sorted(e for e in after if e not in before),
             removed=sorted(e for e in before if e not in after),
             eliminated=sorted(
                 e
-                for e, (s, _) in after.items()
-                if e in before and before[e][0] == "active" and s == "eliminated"
+                for e, row in after.items()
+                if e in before and before[e][0] == "active" and row[0] == "eliminated"
             ),
             chips_changed=len(chips_changed),
             chips_examples=sorted(chips_changed, key=lambda r: (-abs(r[2] - r[1]), r[0]))[:10],
-            chips_before=sum(c for _, c in before.values()),
-            chips_after=sum(c for _, c in after.values()),
+            chips_before=sum(r[1] for r in before.values()),
+            chips_after=sum(r[1] for r in after.values()),
+            money_changed=len(money_changed),
+            money_examples=sorted(money_changed)[:10],
         )
     return changes
 

@@ -65,6 +65,20 @@ def test_support_imports_a_knockout_and_the_approver_sees_bounties_and_a_ticket(
     assert "Bounty refund" in lines and "Refunded as" in lines
     row = page.locator("#lines tbody tr:has(td:text-is('e1'))").first
     assert row.inner_text().count("ticket TKT-1 USD 43.00") == 2  # paid with, refunded as
+    # The breakdown's many columns scroll inside their card, never the page; on a wide screen
+    # the card takes the window's width, and every column up to the refund's form shows.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1360
+    page.set_viewport_size({"width": 1920, "height": 900})
+    edges = page.evaluate(
+        """() => {
+            const card = document.querySelector('#lines').closest('.card');
+            const th = [...document.querySelectorAll('#lines thead th')]
+                .find(h => h.textContent.trim() === 'Refunded as');
+            return [th.getBoundingClientRect().right, card.getBoundingClientRect().right];
+        }"""
+    )
+    assert edges[0] <= edges[1], edges
+    page.set_viewport_size({"width": 1360, "height": 900})
     money = page.inner_text("#decision-money")
     assert "Knockout parts back" in money and "Tickets" in money
     page.click("button:has-text('Submit for approval')")

@@ -190,3 +190,19 @@ def test_the_managers_dashboard_marks_a_submission_that_went_out_of_date(client,
     )
     page = client.get(reverse("dashboard")).content.decode()
     assert "UP-STALE v1" in page and mark in page
+
+
+def test_the_incident_page_lists_entries_whose_amounts_changed_in_a_re_import(client, support):
+    from tests.support.factories import cancelled_incident, snapshot_doc
+
+    incident = cancelled_incident(support, external_id="UP-MONEY")
+    starts_at = incident.tournament.starts_at
+    # The platform corrects what e2 paid; e3's chips and everything else stay the same.
+    doc = snapshot_doc("UP-MONEY", starts_at=starts_at, entry_fields={1: {"buy_in_paid": "29.00"}})
+    import_doc(support, doc=doc)
+    client.force_login(support)
+    page = client.get(reverse("incident_detail", args=[incident.pk])).content.decode()
+    heading = "Snapshot re-imported after the incident was recorded: v1 → v2"
+    assert heading in page
+    money = page.split('id="snapshot-money-changes"')[1].split("</dd>")[0]
+    assert "1 entry with a different amount (e2: buy-in paid)" in money
