@@ -50,6 +50,9 @@ class RulePreview(NamedTuple):
     # condition, so that staff read why the rule follows.
     policy: str = ""
     condition: str = ""
+    # Rule 1 in this tournament's words ("full refund of buy-in, knockout part and fee"), for
+    # the confirmation of a failure before the start.
+    full_refund: str = "full refund of buy-in and fee"
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,8 +103,8 @@ def fails_before_start(parsed: ParsedSnapshot, failed_at: object) -> bool:
 
 
 BEFORE_START_PROBLEM = (
-    "is before the tournament's start {start}: that is rule 1, a full refund of buy-in and fee "
-    "to every entry; confirm it to record the incident"
+    "is before the tournament's start {start}: that is rule 1, a {full_refund} to every entry; "
+    "confirm it to record the incident"
 )
 
 
@@ -243,6 +246,7 @@ def preview_rule(
         fails_before_start(parsed, failed_at),
         policy=f"{tournament.policy_version.label}: {policy.title}",
         condition=full_refund_condition(policy),
+        full_refund=_payout_words(FULL_REFUND, policy, parsed.is_knockout),
     )
 
 
@@ -376,7 +380,10 @@ def record_incident(
         problems += e.problems
     if not problems and fails_before_start(parsed, failed_at) and not before_start_confirmed:
         start = local_words(parsed.starts_at.at)
-        problems.append(("failed_at", BEFORE_START_PROBLEM.format(start=start)))
+        full_refund = _payout_words(FULL_REFUND, None, parsed.is_knockout)
+        problems.append(
+            ("failed_at", BEFORE_START_PROBLEM.format(start=start, full_refund=full_refund))
+        )
     if problems:
         raise Refused("The incident was refused; nothing was recorded.", problems=problems)
     live = tournament.incidents.filter(status__in=[Incident.Status.OPEN, Incident.Status.CANCELLED])

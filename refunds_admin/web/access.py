@@ -26,7 +26,9 @@ def role_required(allowed):
         @login_required
         def wrapper(request, *args, **kwargs):
             if not has_role(request.user, allowed):
-                raise PermissionDenied("Your role does not allow this page.")
+                # The page says the role does not allow it; this says which roles do.
+                needed = " or ".join(sorted(allowed))
+                raise PermissionDenied(f"It needs the {needed} role.")
             return view(request, *args, **kwargs)
 
         wrapper.allowed_roles = allowed  # type: ignore[attr-defined]

@@ -640,3 +640,24 @@ def test_it_keeps_player_ids_small_enough_to_search_on_postgresql_too():
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'audit_event_player_ids'")
         assert "gin" in cursor.fetchone()[0].lower()
+
+
+def test_a_knockouts_failure_before_the_start_is_confirmed_in_its_own_words(client, support):
+    from tests.support.factories import knockout_doc
+
+    started = timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=30)
+    tournament = import_doc(support, doc=knockout_doc("T-EARLY-KO", starts_at=started)).tournament
+    client.force_login(support)
+    before = timezone.localtime(started - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M")
+    preview = client.get(
+        reverse("incident_preview"),
+        {"tournament": tournament.pk, "failed_at": before},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    confirm = preview.split('class="field confirm-before-start"')[1].split("</label>")[0]
+    assert "a full refund of buy-in, knockout part and fee to all" in confirm
+    refused = client.post(
+        reverse("incident_new"),
+        {"tournament": tournament.pk, "failed_at": before, "cause": "server_crash"},
+    ).content.decode()
+    assert "that is rule 1, a full refund of buy-in, knockout part and fee to every" in refused

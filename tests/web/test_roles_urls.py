@@ -111,3 +111,13 @@ def test_it_refuses_get_on_write_endpoints(client, world, manager):
     client.force_login(manager)
     for name in ("proposal_submit", "proposal_reject", "proposal_replay"):
         assert client.get(reverse(name, args=[world["proposal"].pk])).status_code == 405
+
+
+@pytest.mark.django_db
+def test_the_refusal_page_says_which_roles_may_and_says_it_once(client, auditor):
+    client.force_login(auditor)
+    response = client.get(reverse("tournament_import"))
+    page = response.content.decode()
+    assert response.status_code == 403
+    assert page.count("does not allow") == 1
+    assert "It needs the manager or support role." in page

@@ -105,6 +105,7 @@ def _preview(tournament, failed_at):
         "before_start": result.before_start,
         "policy": result.policy,
         "condition": result.condition,
+        "full_refund": result.full_refund,
         "entries": getattr(tournament.current_snapshot, "entries_count", 0),
     }
 
