@@ -29,6 +29,12 @@ if not SECRET_KEY:
         )
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
 
+# The audit chain's key (audit/chain.py): each event's hash is an HMAC under it, and the database
+# never holds it, so its credentials alone cannot append an event that fits the chain. Set it
+# once and keep it (every event's hash depends on it); its own variable, so that rotating
+# SECRET_KEY leaves it alone. Unset, it is derived from SECRET_KEY.
+AUDIT_CHAIN_KEY = env("AUDIT_CHAIN_KEY") or f"audit-chain:{SECRET_KEY}"
+
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
 if not DEBUG and not ALLOWED_HOSTS:
     # Without it every request would be refused with "400 Bad Request": say so at start-up.

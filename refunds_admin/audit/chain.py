@@ -1,6 +1,10 @@
-"""The audit as a hash chain: each event's `hash` is the SHA-256 of its contents and the hash of
-the event before it (by id). Changing, removing or slipping in an event breaks the chain at that
-point, which `verify()` (and `manage.py verify_audit`) finds.
+"""The audit as a hash chain: each event's `hash` is an HMAC-SHA256, under the chain's key
+(settings.AUDIT_CHAIN_KEY), of its contents and the hash of the event before it (by id).
+Changing, removing or slipping in an event breaks the chain at that point, which `verify()` (and
+`manage.py verify_audit`) finds. The key is not in the database: its credentials alone (the app
+role's, or a copy of the data) cannot compute a hash that fits, so an event appended that way is
+found too. Events written before the chain was keyed carry the plain SHA-256 of the same text;
+they may only come before the first keyed one.
 
 Appending is serialised: on PostgreSQL `link()` takes a transaction-level advisory lock before it
 reads the last hash, so concurrent transactions chain one after the other (the lock is held to
@@ -9,8 +13,10 @@ already (transaction mode IMMEDIATE).
 """
 
 import hashlib
+import hmac
 import json
 
+from django.conf import settings
 from django.db import connection
 
 from .models import AuditEvent
@@ -24,14 +30,25 @@ FIELDS = (
 )  # fmt: skip
 
 
-def digest(event, prev_hash):
-    """The event's hash: SHA-256 over its fields (canonical JSON) and the previous hash."""
+def _text(event, prev_hash):
+    """What an event's hash covers: its fields and the previous hash, as canonical JSON."""
     fields = {name: getattr(event, name) for name in FIELDS}
     fields["created_at"] = event.created_at.isoformat()
     canonical = json.dumps(
         [prev_hash, fields], sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return canonical.encode("utf-8")
+
+
+def digest(event, prev_hash):
+    """The event's hash: HMAC-SHA256 of its text under the chain's key."""
+    key = settings.AUDIT_CHAIN_KEY.encode("utf-8")
+    return hmac.new(key, _text(event, prev_hash), hashlib.sha256).hexdigest()
+
+
+def unkeyed_digest(event, prev_hash):
+    """The hash of an event written before the chain was keyed: SHA-256 of the same text."""
+    return hashlib.sha256(_text(event, prev_hash)).hexdigest()
 
 
 def link(event):
@@ -51,6 +68,7 @@ def verify(events):
     come first."""
     count = unchained = 0
     prev = None
+    keyed = False  # a keyed event was seen: every later one must be keyed too
     for event in events:
         count += 1
         if not event.hash:
@@ -68,8 +86,11 @@ def verify(events):
                     "does not follow the event before it (an event was removed or slipped in)",
                 ),
             )
-        if digest(event, expected_prev) != event.hash:
-            return count, unchained, (event.pk, "was changed after it was written")
+        if hmac.compare_digest(digest(event, expected_prev), event.hash):
+            keyed = True
+        elif keyed or unkeyed_digest(event, expected_prev) != event.hash:
+            what = "was changed after it was written, or written without the chain's key"
+            return count, unchained, (event.pk, what)
         if prev is None and unchained == 0 and event.prev_hash:
             return count, unchained, (event.pk, "is the first event but names a previous one")
         prev = event.hash

@@ -46,7 +46,9 @@ class AuditEvent(models.Model):
         max_length=64, blank=True, help_text="The hash of the event before this one."
     )
     hash = models.CharField(
-        max_length=64, blank=True, help_text="SHA-256 over this event and prev_hash."
+        max_length=64,
+        blank=True,
+        help_text="HMAC-SHA256 under the chain's key over this event and prev_hash.",
     )
 
     class Meta:

@@ -77,3 +77,60 @@ def test_concurrent_writers_keep_one_chain(support, capsys):
     hashes = list(AuditEvent.objects.values_list("prev_hash", flat=True))
     assert len(hashes) == len(set(hashes))  # no two events follow the same one
     assert connection.vendor == "postgresql"
+
+
+def _forged_after_the_last(support, reason):
+    """An event as someone with the database's credentials, the app's code but not the chain's
+    key would append it: after the last event, its hash computed without the key."""
+    last = AuditEvent.objects.order_by("-id").first()
+    forged = AuditEvent(
+        created_at=last.created_at, actor=support, actor_name=support.username,
+        action="proposal.approved", object_type="payoutproposal", object_id="1",
+        player_ids=[], reason=reason, prev_hash=last.hash,
+    )  # fmt: skip
+    return forged
+
+
+@pytest.mark.django_db
+def test_an_event_appended_without_the_chains_key_does_not_fit(support, settings):
+    open_incident(support)
+    forged = _forged_after_the_last(support, "forged, plain SHA-256")
+    forged.hash = chain.unkeyed_digest(forged, forged.prev_hash)
+    forged.save(force_insert=True)
+    with pytest.raises(CommandError, match=f"event {forged.pk}: .*without the chain's key"):
+        call_command("verify_audit")
+
+
+@pytest.mark.django_db
+def test_an_event_appended_under_a_guessed_key_does_not_fit(support, settings):
+    open_incident(support)
+    real = settings.AUDIT_CHAIN_KEY
+    settings.AUDIT_CHAIN_KEY = "a guess"
+    forged = _forged_after_the_last(support, "forged under a guessed key")
+    forged.hash = chain.digest(forged, forged.prev_hash)
+    forged.save(force_insert=True)
+    settings.AUDIT_CHAIN_KEY = real
+    with pytest.raises(CommandError, match=f"broken at event {forged.pk}"):
+        call_command("verify_audit")
+
+
+@pytest.mark.django_db
+def test_events_hashed_before_the_chain_was_keyed_still_verify_but_only_first(support, capsys):
+    open_incident(support)
+    # As an earlier release wrote them: the same chain in plain SHA-256.
+    prev = ""
+    with triggers_off():
+        for event in AuditEvent.objects.order_by("id"):
+            event.prev_hash, event.hash = prev, chain.unkeyed_digest(event, prev)
+            AuditEvent.objects.filter(pk=event.pk).update(
+                prev_hash=event.prev_hash, hash=event.hash
+            )
+            prev = event.hash
+    record("test.after_the_upgrade", support, actor=None)  # keyed from now on
+    assert "audit chain intact" in _verify(capsys)
+    # An unkeyed event after a keyed one is not an old one: it does not fit.
+    forged = _forged_after_the_last(support, "unkeyed after keyed")
+    forged.hash = chain.unkeyed_digest(forged, forged.prev_hash)
+    forged.save(force_insert=True)
+    with pytest.raises(CommandError, match=f"broken at event {forged.pk}"):
+        call_command("verify_audit")
