@@ -171,9 +171,9 @@ def name_columns():
 
 
 def proposal_lines(proposal, *, q="", show="", sort="position"):
-    """The breakdown table's rows before paging: search by player id or entry id (exact, what a
-    player quotes on the phone) or by the start of the screen name, in any case; show all,
-    active, eliminated or capped entries.
+    """The breakdown table's rows before paging: search by entry id (exact), player id (in any
+    case, as the player lookup and the audit read it: what a player quotes on the phone) or the
+    start of the screen name (in any case); show all, active, eliminated or capped entries.
 
     A proposal's lines are its snapshot's entries, position for position, so the search runs on
     the entries' indexes and picks the lines by position: the lines need no search index of
@@ -188,7 +188,7 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
         # PostgreSQL may walk all 100k lines in order, expecting matches everywhere.)
         entries = Entry.objects.filter(snapshot_id=proposal.snapshot_id).order_by()
         by_id = entries.annotate(player_lower=player_id_lower()).filter(
-            Q(entry_id=q) | Q(player_lower=lowered(q), player_id=q)
+            Q(entry_id=q) | Q(player_lower=lowered(q))
         )
         # In no order: only whether there are more than SEARCH_LIST, and which, matters. (Sorted
         # by name, a prefix most names share read every match before the first 1,001: 80-90 ms
@@ -218,7 +218,7 @@ def proposal_lines(proposal, *, q="", show="", sort="position"):
 
 
 def snapshot_entries(snapshot, *, q=""):
-    """A snapshot's entries, searched exactly by player id, entry id or screen name. Each branch
+    """A snapshot's entries, searched by player id (in any case), entry id or screen name. Each branch
     is an index lookup in the snapshot's partition on PostgreSQL: (snapshot, entry_id), and the
     expression indexes on lower(player_id) and on the screen name's lowered start (tournaments
     migration 0012)."""
@@ -227,7 +227,7 @@ def snapshot_entries(snapshot, *, q=""):
     if q:
         qs = qs.annotate(player_lower=player_id_lower(), **name_columns()).filter(
             Q(entry_id=q)
-            | Q(player_lower=lowered(q), player_id=q)
+            | Q(player_lower=lowered(q))
             | (name_starts(q, exact=True) & Q(screen_name=q))
         )
     return qs

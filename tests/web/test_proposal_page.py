@@ -287,3 +287,15 @@ def test_a_screen_name_with_letters_beyond_ascii_is_found_as_it_is_spelt(client,
         assert "Fish Ünïcode 7" in page.decode(), q
     players = client.get(reverse("player_lookup"), {"q": "Fish Ün"}).content.decode()
     assert "Fish Ünïcode 7" in players
+
+
+@pytest.mark.django_db
+def test_a_player_id_is_found_in_any_case_as_everywhere_else(client, support):
+    proposal = draft_proposal(support, external_id="UP-CASE")
+    client.force_login(support)
+    for url in (
+        reverse("proposal_detail", args=[proposal.pk]),
+        reverse("tournament_detail", args=[proposal.incident.tournament_id]),
+    ):
+        page = client.get(url, {"q": "P3"}).content.decode()
+        assert ">p3<" in page and "No entry matches" not in page, url
