@@ -79,7 +79,7 @@ def verified(client, u):
 
 
 def main():
-    from tests import factories as f
+    from tests.support import factories as f
 
     setup_test_environment()
     old_name = connection.creation.create_test_db(verbosity=0, keepdb=False)
@@ -371,6 +371,65 @@ def run_probes(f):  # noqa: C901 (one probe after the other)
         except CommandError as exc:
             return exc.returncode == 1, str(exc)[:100]
         return False, "verify_audit said intact"
+
+    # The seventh session's insider probe (2026-12-05).
+    @probe("a site-wide finding applied by adding a tournament, password alone")
+    def _():
+        sam, maria, otto = people()
+        outage = f.outage(sam, external_ids=("O-1", "O-2"))
+        outages.confirm_site_wide_issue(outage, justification="DC down", acting_user=maria)
+        late = f.import_doc(sam, external_id="O-LATE").tournament
+        c = Client()
+        c.force_login(otto)  # the password alone: no verified device in the session
+        response = c.post(f"/outages/{outage.pk}/add/", {"tournament": late.pk})
+        added = Incident.objects.filter(tournament=late).exists()
+        return not added, f"{response.status_code} {response.get('Location', '')}"
+
+    @probe("an audit event appended without the chain's key fits it")
+    def _():
+        from django.core.management import call_command
+        from django.core.management.base import CommandError
+
+        from refunds_admin.audit import chain
+        from refunds_admin.audit.models import AuditEvent
+
+        sam, _m, _o = people()
+        f.open_incident(sam)
+        last = AuditEvent.objects.order_by("-id").first()
+        forged = AuditEvent(
+            created_at=last.created_at, actor_name="maria", action="proposal.approved",
+            object_type="payoutproposal", object_id="1", player_ids=[], reason="forged",
+            prev_hash=last.hash,
+        )  # fmt: skip
+        forged.hash = chain.unkeyed_digest(forged, forged.prev_hash)
+        forged.save(force_insert=True)
+        try:
+            call_command("verify_audit", stdout=open(os.devnull, "w"))
+        except CommandError as exc:
+            return exc.returncode == 1, str(exc)[:100]
+        return False, "verify_audit said intact"
+
+    if connection.vendor == "postgresql":
+
+        @probe("as the app's database role: an approved proposal set back to draft")
+        def _():
+            sam, maria, _o = people()
+            approved = f.approved_proposal(sam, maria)
+            role = f"refunds_app_{connection.settings_dict['NAME']}"[:63]
+            with connection.cursor() as cursor:
+                cursor.execute(f'CREATE ROLE "{role}" NOLOGIN')
+            call_command("grant_app_role", role, stdout=open(os.devnull, "w"))
+            with connection.cursor() as cursor:
+                cursor.execute(f'SET LOCAL ROLE "{role}"')
+                try:
+                    with transaction.atomic():
+                        cursor.execute(
+                            "UPDATE proposals_payoutproposal SET status = 'draft' WHERE id = %s",
+                            [approved.pk],
+                        )
+                except Exception as exc:
+                    return True, str(exc).splitlines()[0][:100]
+            return False, "set back to draft"
 
 
 if __name__ == "__main__":
