@@ -78,6 +78,25 @@ def verified(client, u):
     return client
 
 
+def _refused_to_app_role(sql):
+    """(held, what happened) for `sql` run as the app's database role, created and granted its
+    rights here as the owner would (`grant_app_role`), inside the probe's transaction."""
+    from django.core.management import call_command
+
+    role = f"refunds_app_{connection.settings_dict['NAME']}"[:63]
+    with connection.cursor() as cursor:
+        cursor.execute(f'CREATE ROLE "{role}" NOLOGIN')
+    call_command("grant_app_role", role, stdout=open(os.devnull, "w"))
+    with connection.cursor() as cursor:
+        cursor.execute(f'SET LOCAL ROLE "{role}"')
+        try:
+            with transaction.atomic():
+                cursor.execute(sql)
+        except Exception as exc:
+            return True, str(exc).splitlines()[0][:100]
+    return False, "done"
+
+
 def main():
     from tests.support import factories as f
 
@@ -304,8 +323,6 @@ def run_probes(f):  # noqa: C901 (one probe after the other)
 
     # Finding 8: the database role (PostgreSQL).
     if connection.vendor == "postgresql":
-        from django.core.management import call_command
-
         statements = [
             "ALTER TABLE audit_auditevent DISABLE TRIGGER ALL",
             "TRUNCATE audit_auditevent",
@@ -319,18 +336,7 @@ def run_probes(f):  # noqa: C901 (one probe after the other)
 
             @probe(f"as the app's database role: {sql}")
             def _(sql=sql):
-                role = f"refunds_app_{connection.settings_dict['NAME']}"[:63]
-                with connection.cursor() as cursor:
-                    cursor.execute(f'CREATE ROLE "{role}" NOLOGIN')
-                call_command("grant_app_role", role, stdout=open(os.devnull, "w"))
-                with connection.cursor() as cursor:
-                    cursor.execute(f'SET LOCAL ROLE "{role}"')
-                    try:
-                        with transaction.atomic():
-                            cursor.execute(sql)
-                    except Exception as exc:
-                        return True, str(exc).splitlines()[0][:100]
-                return False, "done"
+                return _refused_to_app_role(sql)
 
     @probe("approval of lines changed behind the app's back")
     def _():
@@ -415,21 +421,9 @@ def run_probes(f):  # noqa: C901 (one probe after the other)
         def _():
             sam, maria, _o = people()
             approved = f.approved_proposal(sam, maria)
-            role = f"refunds_app_{connection.settings_dict['NAME']}"[:63]
-            with connection.cursor() as cursor:
-                cursor.execute(f'CREATE ROLE "{role}" NOLOGIN')
-            call_command("grant_app_role", role, stdout=open(os.devnull, "w"))
-            with connection.cursor() as cursor:
-                cursor.execute(f'SET LOCAL ROLE "{role}"')
-                try:
-                    with transaction.atomic():
-                        cursor.execute(
-                            "UPDATE proposals_payoutproposal SET status = 'draft' WHERE id = %s",
-                            [approved.pk],
-                        )
-                except Exception as exc:
-                    return True, str(exc).splitlines()[0][:100]
-            return False, "set back to draft"
+            return _refused_to_app_role(
+                f"UPDATE proposals_payoutproposal SET status = 'draft' WHERE id = {approved.pk}"
+            )
 
 
 if __name__ == "__main__":

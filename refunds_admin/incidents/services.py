@@ -52,7 +52,7 @@ class RulePreview(NamedTuple):
     condition: str = ""
     # Rule 1 in this tournament's words ("full refund of buy-in, knockout part and fee"), for
     # the confirmation of a failure before the start.
-    full_refund: str = "full refund of buy-in and fee"
+    full_refund: str = ""
 
 
 # --------------------------------------------------------------------------------------------
