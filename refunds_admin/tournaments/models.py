@@ -121,6 +121,14 @@ class Snapshot(models.Model):
     formats = models.JSONField(default=list, blank=True)
     entries_count = models.PositiveIntegerField()
     active_count = models.PositiveIntegerField()
+    # This version's `tournament.starts_at` (the tournament row keeps the current version's): the
+    # incident page compares the start of two versions without reading either's entries.
+    starts_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When play started, as this version says (empty for a version imported "
+        "before the start was kept here: it is read from its document then).",
+    )
     imported_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )

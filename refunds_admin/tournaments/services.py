@@ -255,6 +255,7 @@ def _store(
         formats=formats,
         entries_count=len(parsed.columns.entry_id),
         active_count=active,
+        starts_at=parsed.starts_at.at,
         imported_by=acting_user if acting_user and acting_user.is_authenticated else None,
     )
     sid = snapshot.pk

@@ -106,7 +106,7 @@ def _preview(tournament, failed_at):
         "policy": result.policy,
         "condition": result.condition,
         "full_refund": result.full_refund,
-        "entries": getattr(tournament.current_snapshot, "entries_count", 0),
+        "entries": getattr(queries.current_snapshot_row(tournament), "entries_count", 0),
     }
 
 
@@ -155,7 +155,7 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
     live = next((p for p in proposals if p.status not in NOT_LIVE), None)
     now = timezone.now()
     at_recording = queries.snapshot_at_recording(incident)
-    current = incident.tournament.current_snapshot
+    current = queries.current_snapshot_row(incident.tournament)
     policy_version = incident.tournament.policy_version
     context = {
         "incident": incident,
