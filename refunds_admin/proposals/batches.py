@@ -201,7 +201,14 @@ def run_prepare(run_id, *, parts=1):
     if not _claim(run_id):
         return OutagePrepareRun.objects.get(pk=run_id).state
     run = OutagePrepareRun.objects.select_related("outage").get(pk=run_id)
-    members = list(incidents_of(run.outage).select_related("tournament__current_snapshot"))
+    # The snapshots' sizes only: not their documents and parsed forms, megabytes each.
+    members = list(
+        incidents_of(run.outage)
+        .select_related("tournament__current_snapshot")
+        .defer(
+            "tournament__current_snapshot__document_zlib", "tournament__current_snapshot__parsed"
+        )
+    )
     # Tournaments added to the outage since the run was queued count too.
     OutagePrepareRun.objects.filter(pk=run.pk).update(total=len(members))
     done = set(run.results.values_list("incident_id", flat=True))

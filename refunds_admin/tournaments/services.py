@@ -224,7 +224,12 @@ def _store(
                 f"Tournament {parsed.external_id} was being imported at the same time; try again."
             ) from None
     else:
-        previous = tournament.current_snapshot
+        # Its version and SHA-256, not its document and parsed form (megabytes each).
+        previous = (
+            Snapshot.objects.defer("document_zlib", "parsed")
+            .filter(pk=tournament.current_snapshot_id)
+            .first()
+        )
         if previous is not None and previous.sha256 == sha256:
             # The same document again (a retried API call): nothing to replace, frozen or not.
             # Marked, so that the upload page says nothing was imported.
