@@ -6,6 +6,7 @@ the database walks the (proposal, sort key, position) index from the cursor inst
 and skipping every row before it.
 """
 
+import hashlib
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -711,14 +712,15 @@ def _entry_changes_in_sql(old_id, new_id):
                   ORDER BY was_id COLLATE "C" LIMIT %(n)s),
             (SELECT count(*) FROM differ WHERE eliminated),
             (SELECT count(*) FROM differ WHERE chips_before <> chips_after),
-            (SELECT json_agg(json_build_array(now_id, chips_before, chips_after))
+            (SELECT json_agg(json_build_array(now_id, chips_before, chips_after)
+                             ORDER BY abs(chips_after - chips_before) DESC, now_id COLLATE "C")
              FROM (SELECT * FROM differ WHERE chips_before <> chips_after
                    ORDER BY abs(chips_after - chips_before) DESC, now_id COLLATE "C"
                    LIMIT %(n)s) c),
             (SELECT coalesce(sum(chips), 0) FROM {table} WHERE snapshot_id = %(old)s),
             (SELECT coalesce(sum(chips), 0) FROM {table} WHERE snapshot_id = %(new)s),
             (SELECT count(*) FROM differ WHERE was_id = now_id AND money),
-            (SELECT json_agg(json_build_array(now_id, which))
+            (SELECT json_agg(json_build_array(now_id, which) ORDER BY now_id COLLATE "C")
              FROM (SELECT * FROM differ WHERE was_id = now_id AND money
                    ORDER BY now_id COLLATE "C" LIMIT %(n)s) m)
     """
@@ -734,6 +736,9 @@ def _entry_changes_in_sql(old_id, new_id):
         (added_count, added, removed_count, removed, eliminated_count, chips_changed,
          chips_examples, chips_before, chips_after, money_changed,
          money_examples) = cursor.fetchone()  # fmt: skip
+        # Nothing was written: rolling back ends the settings above here, also when this runs
+        # in a savepoint of the caller's transaction (whose end they would otherwise last to).
+        transaction.set_rollback(True)
     names = list(_ENTRY_MONEY.values())
     return {
         "added_count": added_count,
@@ -753,12 +758,23 @@ def _entry_changes_in_sql(old_id, new_id):
     }
 
 
-# The form of what snapshot_changes keeps in the cache: changed whenever its keys do, so that a
-# release never reads an older release's entries.
-_CHANGES_FORM = 2
+# What the cached differences depend on besides the two versions: a release that changes the
+# money fields compared or how many examples are kept reads none of an older release's.
+_CHANGES_FORM = hashlib.sha256(
+    repr((sorted(_ENTRY_MONEY.items()), CHANGE_EXAMPLES, 1)).encode()
+).hexdigest()[:12]
 # A day: the differences between two versions never change (each is a fixed document), so the
 # cache only saves the first viewer of the day the work; it need not hold them for ever.
 _CHANGES_KEPT = 24 * 3600
+
+
+def changes_key(old, new, *, with_entries=True):
+    """The cache key of two versions' differences: each version's row (its entries never change)
+    and document (so that a database created again does not meet a key of the old one)."""
+    return (
+        f"snapshot-changes:{_CHANGES_FORM}:{old.pk}:{old.sha256}:"
+        f"{new.pk}:{new.sha256}:{int(with_entries)}"
+    )
 
 
 def snapshot_changes(old, new, *, with_entries=True):
@@ -767,12 +783,13 @@ def snapshot_changes(old, new, *, with_entries=True):
     eliminated, changed their chips or their money fields (_ENTRY_MONEY), with the first
     CHANGE_EXAMPLES of each by entry id (the chips' by the largest change first).
 
-    Two versions are two fixed documents, so their differences are kept in the shared cache
-    under the documents' SHA-256: the incident page computes them once (about 0.1 s for 100k
-    entries, docs/performance.md), not on every view."""
+    Two versions never change, so their differences are kept in the shared cache
+    (changes_key): the incident page computes them once a day (about 0.1 s for 100k entries,
+    docs/performance.md, "The incident page's snapshot differences in SQL"), not on every
+    view."""
     if old is None or new is None or old.pk == new.pk:
         return None
-    key = f"snapshot-changes:{_CHANGES_FORM}:{old.sha256}:{new.sha256}:{int(with_entries)}"
+    key = changes_key(old, new, with_entries=with_entries)
     try:
         changes = cache.get(key)
     except Exception:  # no shared cache to ask (Redis down): compute them
