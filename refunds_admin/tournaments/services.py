@@ -227,7 +227,7 @@ def _store(
         # Its version and SHA-256, not its document and parsed form (megabytes each).
         previous = (
             Snapshot.objects.defer("document_zlib", "parsed")
-            .filter(pk=tournament.current_snapshot_id)
+            .filter(tournament=tournament, pk=tournament.current_snapshot_id or 0)
             .first()
         )
         if previous is not None and previous.sha256 == sha256:
