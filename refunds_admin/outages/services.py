@@ -60,6 +60,8 @@ def tournaments_running_at(failed_at, q="", *, limit=None):
         )
         .exclude(incidents__status__in=LIVE)
         .select_related("current_snapshot")
+        # Their sizes and versions, not their documents and parsed forms (megabytes each).
+        .defer("current_snapshot__document_zlib", "current_snapshot__parsed")
         .order_by("external_id")
     )
     q = (q or "").strip()

@@ -978,6 +978,7 @@ def player_tournaments(player_id):
             ),
         )
         .select_related("snapshot__tournament")
+        .defer("snapshot__document_zlib", "snapshot__parsed")  # megabytes each, never shown
         .order_by("-snapshot__tournament__starts_at", "position")
     )
     tournaments: dict[int, dict[str, Any]] = {}
