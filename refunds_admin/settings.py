@@ -276,6 +276,7 @@ PERIODIC_TASKS = (
     "notifications.dispatch_events",
     "proposals.sweep_prepare",
     "ops.heartbeat",
+    "web.snapshot_changes",  # a re-import's differences for the incident page, 0.1 s for 100k
 )
 CELERY_TASK_ROUTES = {name: {"queue": "periodic"} for name in PERIODIC_TASKS}
 # Each sweep runs one at a time (an advisory lock) and expires unless started before the next
