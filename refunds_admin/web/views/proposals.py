@@ -149,9 +149,10 @@ def _entry_cells(entry, columns, currency):
         ]
     if columns["rebuys"]:
         rebuys = entry.rebuys_paid_cents
+        # The cell may take two lines, "USD 30.00" and "+ USD 3.00", never breaking an amount.
         cells.append(
-            f"{display(rebuys, currency, symbol=False)} + "
-            f"{display(entry.rebuy_fees_paid_cents, currency, symbol=False)}"
+            f"{_unbroken(display(rebuys, currency, symbol=False))} +\u00a0"
+            f"{_unbroken(display(entry.rebuy_fees_paid_cents, currency, symbol=False))}"
             if rebuys or entry.rebuy_fees_paid_cents
             else ""
         )
@@ -160,11 +161,19 @@ def _entry_cells(entry, columns, currency):
     return cells
 
 
+def _unbroken(amount):
+    """An amount ("USD 1,030.00") with a no-break space after its currency code."""
+    return amount.replace(" ", "\u00a0")
+
+
+# The entry columns' classes: amounts right-aligned, the payments (words) left-aligned, as the
+# headers are; the rebuys' two amounts (bought + fees) may take two lines (app.css).
+_ENTRY_CELL_CLASS = {"paid_with": "payments", "rebuys": "num rebuys"}
+
+
 def _entry_cell_classes(columns):
-    """Amounts right-aligned, the payments (words) left-aligned, as the headers are."""
-    return [
-        "payments" if when == "paid_with" else "num" for _, when in _ENTRY_COLUMNS if columns[when]
-    ]
+    """Each shown entry column's class (_ENTRY_CELL_CLASS, "num" for the other amounts)."""
+    return [_ENTRY_CELL_CLASS.get(when, "num") for _, when in _ENTRY_COLUMNS if columns[when]]
 
 
 def _display_rows(lines, proposal, columns):
