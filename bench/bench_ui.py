@@ -56,27 +56,38 @@ def _staff():
     return support, manager
 
 
-def _make_proposal(lines, support, manager):
-    """A submitted proposal of `lines` lines, built the way staff build one: import the
-    snapshot, record the incident, declare it not resumable, prepare, submit (all through the
-    services)."""
+def _imported_incident(external_id, lines, support):
+    """The bench's easy snapshot of `lines` lines (a fifth as many eliminated entries as active),
+    imported through the service, with an incident recorded 3 h 14 min into play; the document
+    and the incident."""
     from datetime import timedelta
 
     from bench_limits import _document
-    from django.db import connection
 
     from refunds_admin.incidents import services as incidents
-    from refunds_admin.proposals import services as proposals
 
-    # `lines` lines: the bench's easy snapshot has a fifth as many eliminated entries as active.
-    doc = _document("ranges", lines * 5 // 6, external_id=f"BENCH-UI-{lines}", relative_start=True)
-    started = time.perf_counter()
+    doc = _document("ranges", lines * 5 // 6, external_id=external_id, relative_start=True)
     snapshot = incidents.import_snapshot(orjson.dumps(doc), acting_user=support, source="cli")
     tournament = snapshot.tournament
     incident = incidents.record_incident(
         tournament, failed_at=tournament.starts_at + timedelta(hours=3, minutes=14),
         cause="server_crash", description="benchmark", acting_user=support,
     )  # fmt: skip
+    return doc, incident
+
+
+def _make_proposal(lines, support, manager):
+    """A submitted proposal of `lines` lines, built the way staff build one: import the
+    snapshot, record the incident, declare it not resumable, prepare, submit (all through the
+    services)."""
+
+    from django.db import connection
+
+    from refunds_admin.incidents import services as incidents
+    from refunds_admin.proposals import services as proposals
+
+    started = time.perf_counter()
+    _, incident = _imported_incident(f"BENCH-UI-{lines}", lines, support)
     incidents.declare_not_resumable(incident, reason="benchmark", acting_user=manager)
     proposal = proposals.prepare_proposal(incident, acting_user=support)
     proposal = proposals.submit_proposal(proposal, acting_user=support)
@@ -87,26 +98,14 @@ def _make_proposal(lines, support, manager):
     return proposal
 
 
-def _reimported_incident(lines, support, manager):
+def _reimported_incident(lines, support):
     """An incident whose tournament's snapshot was re-imported after it was recorded, the way the
     platform sends better figures: three entries' buy-ins corrected, chips moved between a hundred
     active entries. Its page lists the differences between the two versions (issue 25: a page
     that must not grow with the snapshot)."""
-    from datetime import timedelta
-
-    from bench_limits import _document
-
     from refunds_admin.incidents import services as incidents
 
-    doc = _document(
-        "ranges", lines * 5 // 6, external_id=f"BENCH-UI-RE-{lines}", relative_start=True
-    )
-    snapshot = incidents.import_snapshot(orjson.dumps(doc), acting_user=support, source="cli")
-    tournament = snapshot.tournament
-    incident = incidents.record_incident(
-        tournament, failed_at=tournament.starts_at + timedelta(hours=3, minutes=14),
-        cause="server_crash", description="benchmark", acting_user=support,
-    )  # fmt: skip
+    doc, incident = _imported_incident(f"BENCH-UI-RE-{lines}", lines, support)
     entries = doc["entries"]
     for i in (11, 5_000, 60_000):
         entries[i]["buy_in_paid"] = "99.00"
@@ -198,7 +197,7 @@ def bench_ui():
 
         support, manager = _staff()
         proposals = [_make_proposal(lines, support, manager) for lines in SIZES]
-        reimported = [_reimported_incident(lines, support, manager) for lines in SIZES]
+        reimported = [_reimported_incident(lines, support) for lines in SIZES]
         client = Client()
         client.force_login(manager)
         print(f"   load average {os.getloadavg()[0]:.1f} (1 min)")

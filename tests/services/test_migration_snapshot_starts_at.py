@@ -5,20 +5,12 @@ reads its start from its stored form."""
 from datetime import timedelta
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from tests.support.factories import import_doc
+from tests.support.migrations import latest, migrate
 
 BEFORE = [("tournaments", "0016_snapshot_starts_at")]
 AFTER = [("tournaments", "0017_current_snapshots_starts_at")]
-
-
-def _migrate(target):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(target)
-    return executor.loader.project_state(target).apps
 
 
 @pytest.mark.django_db(transaction=True)
@@ -27,11 +19,11 @@ def test_the_current_version_gets_its_start_and_an_older_one_keeps_none(support)
     started = first.tournament.starts_at - timedelta(minutes=20)
     second = import_doc(support, external_id="MIG-START", starts_at=started)
     try:
-        old_apps = _migrate(BEFORE)
+        old_apps = migrate(BEFORE)
         # As stored by the release before: no version keeps its start.
         old_apps.get_model("tournaments", "Snapshot").objects.update(starts_at=None)
-        Snapshot = _migrate(AFTER).get_model("tournaments", "Snapshot")
+        Snapshot = migrate(AFTER).get_model("tournaments", "Snapshot")
         assert Snapshot.objects.get(pk=second.pk).starts_at == started
         assert Snapshot.objects.get(pk=first.pk).starts_at is None
     finally:
-        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate(latest())

@@ -5,21 +5,13 @@ shows is reworded the same way (ledger migration 0006)."""
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from refunds_admin.ledger import posting
 from tests.support.factories import approved_proposal
+from tests.support.migrations import latest, migrate
 
 BEFORE = [("ledger", "0005_keys_and_append_only")]
 AFTER = [("ledger", "0006_wallet_unavailable")]
-
-
-def _migrate(target):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(target)
-    return executor.loader.project_state(target).apps
 
 
 @pytest.mark.django_db(transaction=True)
@@ -27,7 +19,7 @@ def test_a_job_waiting_for_the_cashier_keeps_its_state_through_the_upgrade(suppo
     proposal = approved_proposal(support, manager)
     posting.post_proposal(proposal.pk)  # the job exists (posted already when in-process)
     since = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-    old_apps = _migrate(BEFORE)
+    old_apps = migrate(BEFORE)
     OldJob = old_apps.get_model("ledger", "PostingJob")
     OldJob.objects.filter(proposal_id=proposal.pk).update(
         outage_since=since,
@@ -37,16 +29,11 @@ def test_a_job_waiting_for_the_cashier_keeps_its_state_through_the_upgrade(suppo
     )
     try:
         # The model as of 0006 (later migrations add fields the current model reads).
-        job = _migrate(AFTER).get_model("ledger", "PostingJob").objects.get(proposal_id=proposal.pk)
+        job = migrate(AFTER).get_model("ledger", "PostingJob").objects.get(proposal_id=proposal.pk)
         assert (job.wallet_unavailable_since, job.wallet_unavailable_retries) == (since, 3)
         assert job.last_error == (
             "waiting for the wallet (unavailable since 2026-03-01 12:00:00 UTC, retry 3 in 20 s): "
             "CashierUnavailable: 503"
         )
     finally:
-        _migrate(_latest())  # the schema the other tests expect
-
-
-def _latest():
-    executor = MigrationExecutor(connection)
-    return executor.loader.graph.leaf_nodes()
+        migrate(latest())  # the schema the other tests expect
