@@ -558,8 +558,10 @@ def test_it_shows_audit_changes_as_money_and_labels(client, support, other_manag
     assert (
         "<dd>Rule 2: not yet in the money</dd>" in prepared and "not_in_the_money" not in prepared
     )
+    # The changes' values wrap between words, never letter by letter in a narrow column.
     css = open("static/css/app.css").read()
-    assert "overflow-wrap: anywhere" not in css
+    changes_rule = css.split("dl.changes dd {")[1].split("}")[0]
+    assert "overflow-wrap: break-word" in changes_rule and "anywhere" not in changes_rule
 
 
 def test_it_shows_the_whole_sha256_of_each_snapshot(client, support, auditor):
