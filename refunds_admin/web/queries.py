@@ -759,7 +759,8 @@ def _entry_changes_in_sql(old_id, new_id):
 
 
 # What the cached differences depend on besides the two versions: a release that changes the
-# money fields compared or how many examples are kept reads none of an older release's.
+# money fields compared or how many examples are kept reads none of an older release's (the
+# last number is raised by hand when what is kept changes in another way).
 _CHANGES_FORM = hashlib.sha256(
     repr((sorted(_ENTRY_MONEY.items()), CHANGE_EXAMPLES, 1)).encode()
 ).hexdigest()[:12]
