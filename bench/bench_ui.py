@@ -107,7 +107,7 @@ def _reimported_incident(lines, support):
 
     doc, incident = _imported_incident(f"BENCH-UI-RE-{lines}", lines, support)
     entries = doc["entries"]
-    for i in (11, 5_000, 60_000):
+    for i in (11, len(entries) // 20, len(entries) // 2):  # at 100k lines: 11, 5,000, 50,000
         entries[i]["buy_in_paid"] = "99.00"
     for i in range(0, 200, 2):  # chips move from each even entry to the next: the sum holds
         moved = entries[i]["chips"] // 2
@@ -124,11 +124,11 @@ def _forget(incident):
     from django.core.cache import cache
 
     from refunds_admin.tournaments.models import Tournament
-    from refunds_admin.tournaments.services import _PARSED
+    from refunds_admin.tournaments.services import _PARSED, current_snapshot_row
     from refunds_admin.web import queries
 
     old = queries.snapshot_at_recording(incident)
-    new = queries.current_snapshot_row(Tournament.objects.get(pk=incident.tournament_id))
+    new = current_snapshot_row(Tournament.objects.get(pk=incident.tournament_id))
     cache.delete_many([queries.changes_key(old, new, with_entries=w) for w in (True, False)])
     _PARSED.clear()
 

@@ -54,6 +54,8 @@ class RulePreview(NamedTuple):
     # Rule 1 in this tournament's words ("full refund of buy-in, knockout part and fee"), for
     # the confirmation of a failure before the start.
     full_refund: str = ""
+    # The entries of the snapshot it was read from, for the confirmation's "all N entries".
+    entries: int = 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,6 +250,7 @@ def preview_rule(
         policy=f"{tournament.policy_version.label}: {policy.title}",
         condition=full_refund_condition(policy),
         full_refund=_payout_words(FULL_REFUND, policy, parsed.is_knockout),
+        entries=snapshot.entries_count,
     )
 
 

@@ -79,6 +79,15 @@ def current_snapshot(tournament: Tournament) -> Snapshot:
     return Snapshot.objects.defer("document_zlib").get(pk=tournament.current_snapshot_id)
 
 
+def current_snapshot_row(tournament: Tournament) -> Snapshot | None:
+    """The tournament's current snapshot version without its document and parsed form
+    (megabytes each for 100k entries; pages show neither, and `engine_snapshot` reads the
+    parsed form when it is not cached), or None when it has none."""
+    if tournament.current_snapshot_id is None:
+        return None
+    return Snapshot.objects.defer("document_zlib", "parsed").get(pk=tournament.current_snapshot_id)
+
+
 def _parsed_form(snapshot: Snapshot) -> engine.Snapshot:
     if snapshot.parsed is not None:
         found = stored.load(bytes(snapshot.parsed))
@@ -224,12 +233,7 @@ def _store(
                 f"Tournament {parsed.external_id} was being imported at the same time; try again."
             ) from None
     else:
-        # Its version and SHA-256, not its document and parsed form (megabytes each).
-        previous = (
-            Snapshot.objects.defer("document_zlib", "parsed")
-            .filter(tournament=tournament, pk=tournament.current_snapshot_id or 0)
-            .first()
-        )
+        previous = current_snapshot_row(tournament)  # its version and SHA-256
         if previous is not None and previous.sha256 == sha256:
             # The same document again (a retried API call): nothing to replace, frozen or not.
             # Marked, so that the upload page says nothing was imported.

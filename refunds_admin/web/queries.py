@@ -26,14 +26,7 @@ from refunds_admin.proposals.figures import RULE_COMPONENTS
 from refunds_admin.proposals.figures import from_lines as figures_from_lines
 from refunds_admin.proposals.lines import entry_line, entry_screen_name
 from refunds_admin.proposals.models import NOT_LIVE, PayoutLine, PayoutProposal
-from refunds_admin.tournaments.models import (
-    KNOCKOUT,
-    PAID_WITH,
-    REBUYS,
-    Entry,
-    PrizePlace,
-    Snapshot,
-)
+from refunds_admin.tournaments.models import KNOCKOUT, PAID_WITH, REBUYS, Entry, PrizePlace
 from refunds_admin.tournaments.services import engine_snapshot
 
 PAGE_SIZE = 100
@@ -593,15 +586,6 @@ def pool_reconciliation(figures, *, rule=None, knockout=False):
             "tickets": by_method.get("tickets", 0),
         }
     ]
-
-
-def current_snapshot_row(tournament):
-    """The tournament's current snapshot version without its document and parsed form
-    (megabytes each for 100k entries, and pages show neither: `engine_snapshot` reads the
-    parsed form when it is not cached), or None."""
-    if tournament.current_snapshot_id is None:
-        return None
-    return Snapshot.objects.defer("document_zlib", "parsed").get(pk=tournament.current_snapshot_id)
 
 
 def snapshot_at_recording(incident):

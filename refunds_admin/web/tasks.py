@@ -5,6 +5,7 @@ re-import commits, so that the page's first viewer reads them from the cache (th
 from celery import shared_task
 
 from refunds_admin.incidents.models import Incident
+from refunds_admin.tournaments.services import current_snapshot_row
 
 from . import queries
 
@@ -18,6 +19,6 @@ def snapshot_changes(incident_id):
     if incident is None:
         return None
     changes = queries.snapshot_changes(
-        queries.snapshot_at_recording(incident), queries.current_snapshot_row(incident.tournament)
+        queries.snapshot_at_recording(incident), current_snapshot_row(incident.tournament)
     )
     return None if changes is None else changes["money_changed"]

@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from refunds_admin.tournaments.models import Entry, Tournament
+from refunds_admin.tournaments.services import current_snapshot_row
 from refunds_admin.web import queries
 from tests.support.factories import cancelled_incident, import_doc, snapshot_doc
 from tests.support.posting_support import wait_for
@@ -27,7 +28,7 @@ def test_the_worker_computes_a_re_imports_differences_before_the_first_view(
     )
     import_doc(support, doc=doc)
     old = queries.snapshot_at_recording(incident)
-    new = queries.current_snapshot_row(Tournament.objects.get(pk=incident.tournament_id))
+    new = current_snapshot_row(Tournament.objects.get(pk=incident.tournament_id))
     key = queries.changes_key(old, new)
     changes = wait_for(lambda: cache.get(key), timeout=60, message="the worker's differences")
     assert (changes["money_changed"], changes["money_examples"]) == (1, [("e2", ["fee paid"])])

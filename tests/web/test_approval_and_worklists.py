@@ -36,6 +36,7 @@ from tests.support.factories import (
     import_doc,
     open_incident,
     posted_proposal,
+    snapshot_doc,
     submitted_proposal,
 )
 
@@ -430,9 +431,12 @@ def test_it_sorts_the_breakdown_both_ways(client, support, auditor):
 # --------------------------------------------------------------------------------------------
 
 
-def test_it_records_a_failure_before_the_start_as_rule_1_with_a_confirmation(client, support):
+def _previewed_before_the_start(client, support, doc_of):
+    """Support imports the tournament `doc_of(starts_at)` describes (started 30 minutes ago) and
+    previews a failure 5 minutes before its start: the tournament, that time as typed, and the
+    preview."""
     started = timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=30)
-    tournament = import_doc(support, external_id="T-EARLY", starts_at=started).tournament
+    tournament = import_doc(support, doc=doc_of(started)).tournament
     client.force_login(support)
     before = timezone.localtime(started - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M")
     preview = client.get(
@@ -440,6 +444,13 @@ def test_it_records_a_failure_before_the_start_as_rule_1_with_a_confirmation(cli
         {"tournament": tournament.pk, "failed_at": before},
         HTTP_HX_REQUEST="true",
     ).content.decode()
+    return tournament, before, preview
+
+
+def test_it_records_a_failure_before_the_start_as_rule_1_with_a_confirmation(client, support):
+    tournament, before, preview = _previewed_before_the_start(
+        client, support, lambda started: snapshot_doc("T-EARLY", starts_at=started)
+    )
     assert "Rule 1: full refund" in preview and "5 min before the start" in preview
     assert 'name="before_start_confirmed"' in preview and "all 10 entries" in preview
     data = {
@@ -647,15 +658,9 @@ def test_it_keeps_player_ids_small_enough_to_search_on_postgresql_too():
 def test_a_knockouts_failure_before_the_start_is_confirmed_in_its_own_words(client, support):
     from tests.support.factories import knockout_doc
 
-    started = timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=30)
-    tournament = import_doc(support, doc=knockout_doc("T-EARLY-KO", starts_at=started)).tournament
-    client.force_login(support)
-    before = timezone.localtime(started - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M")
-    preview = client.get(
-        reverse("incident_preview"),
-        {"tournament": tournament.pk, "failed_at": before},
-        HTTP_HX_REQUEST="true",
-    ).content.decode()
+    tournament, before, preview = _previewed_before_the_start(
+        client, support, lambda started: knockout_doc("T-EARLY-KO", starts_at=started)
+    )
     confirm = preview.split('class="field confirm-before-start"')[1].split("</label>")[0]
     assert "a full refund of buy-in, knockout part and fee to all" in confirm
     refused = client.post(

@@ -16,6 +16,7 @@ from refunds_admin.payouts.labels import rule_label
 from refunds_admin.proposals import services as proposal_services
 from refunds_admin.proposals.models import NOT_LIVE, PayoutProposal
 from refunds_admin.tournaments.models import Tournament
+from refunds_admin.tournaments.services import current_snapshot_row
 
 from .. import queries
 from ..access import get_incident_for, role_required
@@ -106,7 +107,7 @@ def _preview(tournament, failed_at):
         "policy": result.policy,
         "condition": result.condition,
         "full_refund": result.full_refund,
-        "entries": getattr(queries.current_snapshot_row(tournament), "entries_count", 0),
+        "entries": result.entries,
     }
 
 
@@ -155,7 +156,7 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
     live = next((p for p in proposals if p.status not in NOT_LIVE), None)
     now = timezone.now()
     at_recording = queries.snapshot_at_recording(incident)
-    current = queries.current_snapshot_row(incident.tournament)
+    current = current_snapshot_row(incident.tournament)
     policy_version = incident.tournament.policy_version
     context = {
         "incident": incident,
