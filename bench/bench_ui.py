@@ -181,8 +181,15 @@ def _cases():
         ("approval page (incident, rule, money, top 10)", base + "approval/", 50, True),
         ("tournament page (versions, prizes, entries)", "/tournaments/{tournament}/", 50, True),
         ("incident page, snapshot re-imported since", "/incidents/{incident}/", 50, True),
-        # Its differences computed, not read from the cache: the first view of the day.
+        # Its differences not in the cache (the first view of the day, before the worker has
+        # compared the versions): the page is drawn without them, then htmx fetches them.
         ("incident page, re-imported, first view (cold)", "/incidents/{incident}/", 50, True),
+        (
+            "its comparison (htmx), first view (cold)",
+            "/incidents/{incident}/snapshot-changes/",
+            50,
+            True,
+        ),
         ("proposals worklist, submitted", "/proposals/", 50, False),
         ("incidents worklist, cancelled", "/incidents/?status=cancelled", 50, False),
         ("tournaments list with status", "/tournaments/", 50, False),

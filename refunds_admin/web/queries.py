@@ -762,7 +762,13 @@ def changes_key(old, new, *, with_entries=True):
     )
 
 
-def snapshot_changes(old, new, *, with_entries=True):
+# Up to this many entries in the two versions together, the incident page compares them while
+# it is drawn (a few milliseconds). Beyond, it is drawn at once and fetches the comparison
+# after (htmx), unless a worker or an earlier view already keeps it (snapshot_changes `wait`).
+COMPARED_WHILE_DRAWN = 20_000
+
+
+def snapshot_changes(old, new, *, with_entries=True, wait=True):
     """What a re-import changed between two snapshot versions of one tournament: the start,
     the prize table, and (with_entries) the entries: how many were added, removed and
     eliminated, changed their chips or their money fields (_ENTRY_MONEY), with the first
@@ -771,7 +777,8 @@ def snapshot_changes(old, new, *, with_entries=True):
     Two versions never change, so their differences are kept in the shared cache
     (changes_key): the incident page computes them once a day (about 0.1 s for 100k entries,
     docs/performance.md, "The incident page's snapshot differences in SQL"), not on every
-    view."""
+    view. With `wait=False`, two large versions not compared yet are not compared now: the
+    result says only which versions, and `pending` (the page fetches the rest after)."""
     if old is None or new is None or old.pk == new.pk:
         return None
     key = changes_key(old, new, with_entries=with_entries)
@@ -779,6 +786,9 @@ def snapshot_changes(old, new, *, with_entries=True):
         changes = cache.get(key)
     except Exception:  # no shared cache to ask (Redis down): compute them
         changes = None
+    large = old.entries_count + new.entries_count > COMPARED_WHILE_DRAWN
+    if changes is None and with_entries and large and not wait:
+        return {"old": old, "new": new, "pending": True}
     if changes is None:
         changes = _snapshot_changes(old, new, with_entries=with_entries)
         try:

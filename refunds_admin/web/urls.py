@@ -53,6 +53,11 @@ urlpatterns = [
     path("incidents/new/", incidents.incident_new, name="incident_new"),
     path("incidents/preview/", incidents.incident_preview, name="incident_preview"),
     path("incidents/<int:pk>/", incidents.incident_detail, name="incident_detail"),
+    path(
+        "incidents/<int:pk>/snapshot-changes/",
+        incidents.incident_snapshot_changes,
+        name="incident_snapshot_changes",
+    ),
     path("incidents/<int:pk>/restart/", incidents.incident_restart, name="incident_restart"),
     path("incidents/<int:pk>/resumed/", incidents.incident_resumed, name="incident_resumed"),
     path(

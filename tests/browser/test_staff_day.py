@@ -40,3 +40,28 @@ def test_a_manager_rejects_an_outage_batch_after_a_question(open_as, support, ma
     page.wait_for_selector("text=Rejected 2 proposals")
     expect(page.locator("#outage-tournaments .badge.rejected")).to_have_count(0)
     assert set(PayoutProposal.objects.values_list("status", flat=True)) == {"rejected"}
+
+
+def test_a_large_re_imports_differences_appear_once_the_page_is_drawn(
+    open_as, support, monkeypatch
+):
+    """Above COMPARED_WHILE_DRAWN entries the incident page is drawn before the two snapshot
+    versions are compared; htmx then fetches the comparison into its section."""
+    from refunds_admin.web import queries
+    from tests.support.factories import cancelled_incident, import_doc, snapshot_doc
+
+    monkeypatch.setattr(queries, "COMPARED_WHILE_DRAWN", 3)
+    incident = cancelled_incident(support, external_id="UP-LATER")
+    doc = snapshot_doc(
+        "UP-LATER", starts_at=incident.tournament.starts_at, entry_fields={1: {"fee_paid": "2.00"}}
+    )
+    import_doc(support, doc=doc)
+    page = open_as(support)
+    fetched = []
+    page.on("request", lambda r: fetched.append(r.url) if "snapshot-changes" in r.url else None)
+    page.goto(f"/incidents/{incident.pk}/")
+    expect(page.locator("#snapshot-money-changes")).to_have_text(
+        "1 entry with a different amount (e2: fee paid)"
+    )
+    expect(page.get_by_text("Comparing the two versions")).to_have_count(0)
+    assert len(fetched) == 1, fetched

@@ -7,6 +7,7 @@ import copy
 from datetime import UTC, timedelta
 
 import pytest
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -189,3 +190,57 @@ def test_a_version_imported_before_its_start_was_kept_shows_its_start_from_the_d
     start = section.split("<dt>Start</dt>")[1].split("</dd>")[0]
     was, now = (f'<time datetime="{t:%Y-%m-%dT%H:%M:%SZ}"' for t in (started, later))
     assert was in start.split("→")[0] and now in start.split("→")[1]
+
+
+def test_a_large_re_import_draws_the_page_first_and_fetches_its_differences_after(
+    client, support, monkeypatch
+):
+    """Two versions larger than COMPARED_WHILE_DRAWN that nobody compared yet: the incident
+    page is drawn without reading their entries, and its section is fetched after (htmx). That
+    fetch keeps the comparison, so the page drawn again shows it itself. Without scripts, the
+    section's link shows the whole page with it."""
+    monkeypatch.setattr(queries, "COMPARED_WHILE_DRAWN", 3)
+    incident = cancelled_incident(support, external_id="SC-LATER")
+    doc = snapshot_doc(
+        "SC-LATER", starts_at=incident.tournament.starts_at, entry_fields={1: {"fee_paid": "2.00"}}
+    )
+    import_doc(support, doc=doc)
+    client.force_login(support)
+    page_url = reverse("incident_detail", args=[incident.pk])
+    section_url = reverse("incident_snapshot_changes", args=[incident.pk])
+    entries = Entry._meta.db_table
+    changed = "1 entry with a different amount (e2: fee paid)"
+
+    with CaptureQueriesContext(connection) as drawn:
+        page = client.get(page_url).content.decode()
+    assert "v1 → v2" in page and "Comparing the two versions'" in page
+    assert f'hx-get="{section_url}"' in page and changed not in page
+    assert not any(entries in q["sql"] for q in drawn.captured_queries)
+
+    section = client.get(section_url, headers={"HX-Request": "true"})
+    assert section.headers["Vary"].count("HX-Request") == 1
+    body = section.content.decode()
+    assert changed in body and 'id="snapshot-changes-section"' in body
+    assert "<html" not in body and "Comparing" not in body
+
+    with CaptureQueriesContext(connection) as again:
+        page = client.get(page_url).content.decode()
+    assert changed in page and "Comparing" not in page
+    assert not any(entries in q["sql"] for q in again.captured_queries)
+
+    old = queries.snapshot_at_recording(incident)
+    new = Snapshot.objects.get(tournament=incident.tournament, version=2)
+    cache.delete(queries.changes_key(old, new))
+    whole = client.get(section_url).content.decode()
+    assert f"Incident {incident.pk}" in whole and changed in whole and "Comparing" not in whole
+
+
+def test_a_small_re_import_is_compared_while_the_page_is_drawn(client, support):
+    incident = cancelled_incident(support, external_id="SC-SMALL")
+    doc = snapshot_doc(
+        "SC-SMALL", starts_at=incident.tournament.starts_at, entry_fields={1: {"fee_paid": "2.00"}}
+    )
+    import_doc(support, doc=doc)
+    client.force_login(support)
+    page = client.get(reverse("incident_detail", args=[incident.pk])).content.decode()
+    assert "1 entry with a different amount (e2: fee paid)" in page and "Comparing" not in page

@@ -142,9 +142,31 @@ def _timeline(incident, attempts):
     return [{"when": when, "text": text, "kind": kind} for when, _, text, kind in items]
 
 
-def _incident_page(request, incident, *, refused_form=None, status=200):
+@role_required(CAN_READ)
+@vary_on_headers("HX-Request")
+def incident_snapshot_changes(request, pk):
+    """What a re-import changed since the incident was recorded, compared now if nobody has
+    yet: for htmx, the incident page's section alone (the page fetches it once drawn, when the
+    two versions are large: queries.COMPARED_WHILE_DRAWN); otherwise the whole page with it
+    (the section's link, for a browser that runs no script)."""
+    incident = get_incident_for(request, pk)
+    if not request.htmx:
+        return _incident_page(request, incident, wait_for_changes=True)
+    changes = queries.snapshot_changes(
+        queries.snapshot_at_recording(incident), current_snapshot_row(incident.tournament)
+    )
+    return render(
+        request,
+        "web/incident_detail.html#snapshot-changes",
+        {"incident": incident, "tournament": incident.tournament, "snapshot_changes": changes},
+    )
+
+
+def _incident_page(request, incident, *, refused_form=None, status=200, wait_for_changes=False):
     """The incident page; after a refused action, `refused_form` ({context name: bound form})
-    shows that form again with its errors, and `status` is 400."""
+    shows that form again with its errors, and `status` is 400. What a re-import changed is
+    compared while the page is drawn only for small snapshots or `wait_for_changes`; otherwise
+    the page fetches it after (incident_snapshot_changes), unless it was compared already."""
     proposals = list(
         incident.proposals.select_related("prepared_by", "submitted_by", "approved_by").order_by(
             "version"
@@ -168,7 +190,7 @@ def _incident_page(request, incident, *, refused_form=None, status=200):
         "proposals": proposals,
         "live_proposal": live,
         "timeline": _timeline(incident, attempts),
-        "snapshot_changes": queries.snapshot_changes(at_recording, current),
+        "snapshot_changes": queries.snapshot_changes(at_recording, current, wait=wait_for_changes),
         "overdue": is_open and now > incident.deadline,
         # What this user may do now (the services check again when it is done).
         "may_log_restart": is_open and has_role(user, CAN_PREPARE),
