@@ -626,6 +626,10 @@ def _money_fields_changed(was, now):
 
 # How many of each change the incident page lists by name (the counts are always whole).
 CHANGE_EXAMPLES = 10
+# How many changed paid places it lists (the first by place; the count is whole): a re-import
+# that corrects the whole prize table of 100k entries changes 14k places, which the tournament
+# page pages through.
+PRIZE_CHANGES_SHOWN = 20
 
 
 def _entry_changes(old, new):
@@ -746,7 +750,7 @@ def _entry_changes_in_sql(old_id, new_id):
 # money fields compared or how many examples are kept reads none of an older release's (the
 # last number is raised by hand when what is kept changes in another way).
 _CHANGES_FORM = hashlib.sha256(
-    repr((sorted(_ENTRY_MONEY.items()), CHANGE_EXAMPLES, 1)).encode()
+    repr((sorted(_ENTRY_MONEY.items()), CHANGE_EXAMPLES, PRIZE_CHANGES_SHOWN, 2)).encode()
 ).hexdigest()[:12]
 # A day: the differences between two versions never change (each is a fixed document), so the
 # cache only saves the first viewer of the day the work; it need not hold them for ever.
@@ -804,7 +808,7 @@ def _snapshot_changes(old, new, *, with_entries):
         "start_before": old_start,
         "start_after": new_start,
         "start_changed": old_start != new_start,
-        "prizes": _prize_changes(old, new),
+        **_prize_changes(old, new),
         "entries_before": old.entries_count,
         "entries_after": new.entries_count,
         "active_before": old.active_count,
@@ -826,31 +830,39 @@ def _start_of(snapshot):
     return engine_snapshot(snapshot).starts_at.at
 
 
-def _prize_changes(old, new):
-    """The paid places whose prize differs between two versions ({place, before, after}; None
-    where a version pays none), by place. On PostgreSQL the two prize tables (one row per
-    place: 14k for 100k entries) are compared in the database."""
+def _prize_changes(old, new, *, shown=None):
+    """How many paid places' prizes differ between two versions (`prizes_changed`), and the
+    first `shown` of them by place (`prizes`: {place, before, after}; None where a version pays
+    none). On PostgreSQL the two prize tables (one row per place: 14k for 100k entries) are
+    compared in the database."""
+    shown = PRIZE_CHANGES_SHOWN if shown is None else shown
     if connection.vendor != "postgresql":
         before, after = _prize_table(old), _prize_table(new)
-        return [
+        changed = [
             {"place": place, "before": before.get(place), "after": after.get(place)}
             for place in sorted(set(before) | set(after))
             if before.get(place) != after.get(place)
         ]
+        return {"prizes_changed": len(changed), "prizes": changed[:shown]}
     table = PrizePlace._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT coalesce(o.place, n.place), o.amount_cents, n.amount_cents
+            SELECT coalesce(o.place, n.place), o.amount_cents, n.amount_cents, count(*) OVER ()
             FROM (SELECT place, amount_cents FROM {table} WHERE snapshot_id = %s) o
             FULL JOIN (SELECT place, amount_cents FROM {table} WHERE snapshot_id = %s) n
                 ON n.place = o.place
             WHERE o.amount_cents IS DISTINCT FROM n.amount_cents
             ORDER BY 1
+            LIMIT %s
             """,
-            [old.pk, new.pk],
+            [old.pk, new.pk, shown],
         )
-        return [{"place": p, "before": b, "after": a} for p, b, a in cursor.fetchall()]
+        rows = cursor.fetchall()
+    return {
+        "prizes_changed": rows[0][3] if rows else 0,
+        "prizes": [{"place": p, "before": b, "after": a} for p, b, a, _ in rows],
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -129,11 +129,16 @@ def test_the_sql_differences_are_the_python_ones(support, data, n):
         new = import_doc(support, doc=new_doc)
         assert queries._entry_changes_in_sql(old.pk, new.pk) == queries._entry_changes(old, new)
         before, after = queries._prize_table(old), queries._prize_table(new)
-        assert queries._prize_changes(old, new) == [
+        changed = [
             {"place": p, "before": before.get(p), "after": after.get(p)}
             for p in sorted(set(before) | set(after))
             if before.get(p) != after.get(p)
         ]
+        shown = data.draw(st.sampled_from([1, 2, queries.PRIZE_CHANGES_SHOWN]))
+        assert queries._prize_changes(old, new, shown=shown) == {
+            "prizes_changed": len(changed),
+            "prizes": changed[:shown],
+        }
         transaction.set_rollback(True)
 
 
@@ -244,3 +249,24 @@ def test_a_small_re_import_is_compared_while_the_page_is_drawn(client, support):
     client.force_login(support)
     page = client.get(reverse("incident_detail", args=[incident.pk])).content.decode()
     assert "1 entry with a different amount (e2: fee paid)" in page and "Comparing" not in page
+
+
+def test_a_re_import_that_changes_many_prizes_lists_the_first_and_counts_them_all(
+    client, support, monkeypatch
+):
+    """A platform that corrects the whole prize table changes thousands of paid places: the
+    incident page lists the first PRIZE_CHANGES_SHOWN and says how many changed in all."""
+    monkeypatch.setattr(queries, "PRIZE_CHANGES_SHOWN", 2)
+    incident = cancelled_incident(support, external_id="SC-PRIZES")
+    prizes = [{"place": 1, "amount": "510.00"}, {"place": 2, "amount": "290.00"},
+              {"place": 3, "amount": "210.00"}]  # fmt: skip
+    import_doc(
+        support,
+        doc=snapshot_doc("SC-PRIZES", starts_at=incident.tournament.starts_at, prizes=prizes),
+    )
+    client.force_login(support)
+    page = client.get(reverse("incident_detail", args=[incident.pk])).content.decode()
+    listed = page.split('id="snapshot-prize-changes">')[1].split("</dd>")[0]
+    assert "place 1: USD 500.00 → <strong>USD 510.00</strong>" in listed
+    assert "place 2:" in listed and "place 3:" not in listed
+    assert "… (3 places in all:" in listed
