@@ -123,4 +123,8 @@ def json_type(value: object) -> str:
         return "array"
     if isinstance(value, dict):
         return "object"
+    if isinstance(value, str):
+        # JSON calls it a string: "not a JSON str" (Python's name) puzzled the reader of a
+        # refusal such as `"site_wide_issue": "false"`.
+        return "string"
     return type(value).__name__
