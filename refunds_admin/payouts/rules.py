@@ -657,13 +657,12 @@ def _rule_two(snapshot: Snapshot, proposal: Proposal, policy: Policy) -> None:
     n = len(active)
     first_prize = snapshot.first_prize
     if n < 2:
+        # One entry left has won; none left (every entry eliminated) has no winner to speak of.
+        left = (
+            "1 active entry left: the tournament has a winner" if n == 1 else "no active entry left"
+        )
         raise SnapshotError(
-            [
-                Problem(
-                    "entries",
-                    f"{n} active entry left: the tournament has a winner, rule 2 does not apply",
-                )
-            ]
+            [Problem("entries", f"{left}, rule 2 does not apply (it needs two active entries)")]
         )
     # Every column below is full length, in snapshot order. Eliminated entries receive nothing
     # (their awarded prizes are untouched): they hold no chips and their guaranteed part and fee

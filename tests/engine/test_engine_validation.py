@@ -475,3 +475,23 @@ def test_a_platforms_own_fields_are_still_accepted():
     doc["platform"] = {"version": "9.1"}
     plain = compute_proposal(parse_snapshot(base())).to_json()
     assert compute_proposal(parse_snapshot(doc)).to_json() == plain
+
+
+def test_rule_two_with_no_entry_left_does_not_speak_of_a_winner():
+    doc = engine_doc(entries=[out(1), out(2)], failed_after="01:00:00")
+    (problem,) = refused(doc)
+    assert "no active entry left" in problem and "winner" not in problem
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("incident", "site_wide_issue"), "false", "incident.site_wide_issue"),
+        (("entries", 0, "chips"), "600", "entries[0]"),
+        (("tournament", "prizes", 0, "non_cash"), "yes", "tournament.prizes[0].non_cash"),
+    ],
+)
+def test_a_string_where_another_json_type_belongs_is_called_a_json_string(path, value, field):
+    # JSON's word, not Python's: "not a JSON string", never "not a JSON str".
+    (problem,) = refused(mutate(path, value))
+    assert problem.startswith(field) and problem.endswith("not a JSON string")
