@@ -10,7 +10,7 @@ import functools
 import json
 
 from django.http import HttpResponseNotAllowed
-from django.urls import URLPattern
+from django.urls import URLPattern, re_path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from ninja import NinjaAPI
@@ -157,10 +157,19 @@ def _patterns():
     return out
 
 
+@csrf_exempt
+def _no_such_endpoint(request):
+    """Any other address under /api/ (an id with a control character or an empty one, which no
+    route matches, /api/ itself): the API's JSON 404, with DEBUG on too. Django's handler404
+    (refunds_admin/handlers.py) gives the same answer with DEBUG off, but with DEBUG on (`make
+    run`) Django answers an unmatched address with its HTML page before any handler."""
+    return api_error(404, "No such API endpoint.")
+
+
 def document():
     """The OpenAPI document as served and as committed (docs/openapi.json): stable JSON."""
     return json.dumps(ninja_api.get_openapi_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 app_name = "api"
-urlpatterns = _patterns()
+urlpatterns = [*_patterns(), re_path(r"^[\s\S]*", _no_such_endpoint)]

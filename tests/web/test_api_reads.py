@@ -156,3 +156,30 @@ def test_a_proposal_id_that_is_no_id_is_a_400_naming_it(api, support, raw):
     response = _get(api, f"/api/proposals/{raw}/posting", _token(support))
     assert response.status_code == 400
     assert [p["field"] for p in response.json()["problems"]] == ["path.proposal_id"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/proposals/{pk}/statements/e%0A1",  # a control character no id may hold
+        "/api/tournaments/T%0A1/incidents",
+        "/api/proposals/{pk}/statements/",  # an empty id
+        "/api/tournaments//incidents",
+        "/api/proposals/{pk}/posting/",
+        "/api/",
+        "/api/nothing",
+    ],
+)
+def test_an_address_under_api_that_no_operation_serves_is_a_json_404_with_debug_on(
+    api, support, settings, url
+):
+    # Found by Schemathesis (ST105): an entry id with a newline matched no route and, with DEBUG
+    # on (`make run`), got Django's HTML 404 page instead of the API's error shape.
+    settings.DEBUG = True
+    proposal = draft_proposal(support)
+    token = _token(support)
+    for method in (api.get, api.post):
+        response = method(url.format(pk=proposal.pk), headers={"Authorization": f"Bearer {token}"})
+        assert response.status_code == 404, url
+        assert response["Content-Type"] == "application/json", url
+        assert response.json() == {"error": "No such API endpoint.", "problems": []}
