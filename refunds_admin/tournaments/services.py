@@ -216,23 +216,31 @@ def _store(
         "guarantee_cents": parsed.guarantee,
         "formats": formats,
     }
-    tournament = (
-        Tournament.objects.select_for_update().filter(external_id=parsed.external_id).first()
-    )
+    locked = Tournament.objects.select_for_update().filter(external_id=parsed.external_id)
+    tournament = locked.first()
     named_policy = parsed.policy_id
     previous = None
+    created = False
     if tournament is None:
         # The policy the snapshot names, or the default policy: its current approved version.
-        fields["policy_version"] = policies.version_for_snapshot(named_policy)
+        policy_version = policies.version_for_snapshot(named_policy)
         try:
-            # A savepoint, so that a tournament created concurrently is reported, not a crash.
+            # A savepoint, so that a tournament created concurrently is not a crash.
             with transaction.atomic():
-                tournament = Tournament.objects.create(external_id=parsed.external_id, **fields)
+                tournament = Tournament.objects.create(
+                    external_id=parsed.external_id, policy_version=policy_version, **fields
+                )
+            created = True
         except IntegrityError:
-            raise Refused(
-                f"Tournament {parsed.external_id} was being imported at the same time; try again."
-            ) from None
-    else:
+            # Another import created it and committed meanwhile (a retried API call racing its
+            # first): this one is a re-import of that tournament, as if it had come after.
+            tournament = locked.first()
+            if tournament is None:
+                raise Refused(
+                    f"Tournament {parsed.external_id} was being imported at the same time; "
+                    "try again."
+                ) from None
+    if not created:
         previous = current_snapshot_row(tournament)  # its version and SHA-256
         if previous is not None and previous.sha256 == sha256:
             # The same document again (a retried API call): nothing to replace, frozen or not.
