@@ -192,7 +192,12 @@ class OutageReport(BaseModel):
     failed_at: datetime = Field(description="ISO 8601 with an offset.")
     cause: Literal[tuple(Incident.Cause.values)]  # type: ignore[valid-type]
     description: str = ""
-    external_ids: list[str] = Field(max_length=MAX_TOURNAMENTS)
+    external_ids: list[Annotated[str, _id()]] = Field(
+        min_length=1,
+        max_length=MAX_TOURNAMENTS,
+        json_schema_extra={"uniqueItems": True},
+        description="The tournaments' external ids, each listed once; each must have a snapshot.",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
