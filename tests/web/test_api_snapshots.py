@@ -197,3 +197,13 @@ def test_a_misspelt_field_is_refused_though_the_schema_lets_a_platforms_own_fiel
     assert [p["field"] for p in problems] == [f"entries[1] ({entry_id}).buyin_paid"]
     assert "did you mean buy_in_paid?" in problems[0]["message"]
     assert not Snapshot.objects.exists()
+
+
+def test_a_string_where_a_number_belongs_is_called_a_json_string(api, token):
+    # The platform's trial: "must be a whole number, not a JSON str" (Python's name for it).
+    doc = snapshot_doc("API-1")
+    doc["entries"][0]["chips"] = "1000"
+    response = _post(api, dumps(doc), token)
+    assert response.status_code == 400
+    problems = {p["field"]: p["message"] for p in response.json()["problems"]}
+    assert problems["entries[0] (e1).chips"] == "must be a whole number, not a JSON string"
