@@ -304,6 +304,14 @@ def parse_timestamp(value: object, *, stored: bool = False) -> Instant:
         raise ValueError(
             f"{value!r} is outside the years this tool accepts (2000-01-01 to 2099-12-31 UTC)"
         )
+    if not zulu and not stored:
+        # No time zone is further from UTC than these, and PostgreSQL cannot hold an offset
+        # beyond +-15:59 (an import or an outage at +23:53 was a 500).
+        minutes = (int(oh) * 60 + int(om or 0)) * (1 if sign == "+" else -1)
+        if int(om or 0) > 59 or not -12 * 60 <= minutes <= 14 * 60:
+            raise ValueError(
+                f"{value!r} has no real UTC offset: time zones are -12:00 to +14:00 from UTC"
+            )
     instant = Instant.from_datetime(at)
     if len(frac) > 6:  # keep the digits a datetime cannot hold
         extra = Fraction(int(frac), 10 ** len(frac)) - Fraction(int(frac[:6]), 10**6)

@@ -71,7 +71,8 @@ class Tournament(BaseModel):
     buy_in: str = Amount
     fee: str = Amount
     starts_at: datetime = Field(
-        description="Actual start, ISO 8601 with an offset, in [2000-01-01, 2100-01-01) UTC."
+        description="Actual start, ISO 8601 with an offset from -12:00 to +14:00, in "
+        "[2000-01-01, 2100-01-01) UTC."
     )
     chips_in_play: int | None = Field(
         None, ge=0, le=MAX_BIGINT, description="Cross-check: the sum of the active chips."
@@ -189,7 +190,9 @@ class OutageReport(BaseModel):
             ]
         },
     )
-    failed_at: datetime = Field(description="ISO 8601 with an offset.")
+    failed_at: datetime = Field(
+        description="ISO 8601 with an offset from -12:00 to +14:00, from 2000-01-01, not in the future."
+    )
     cause: Literal[tuple(Incident.Cause.values)]  # type: ignore[valid-type]
     description: str = ""
     external_ids: list[Annotated[str, _id()]] = Field(

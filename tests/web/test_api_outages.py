@@ -283,3 +283,15 @@ def test_the_ids_the_schema_allows_are_the_ids_the_server_may_accept(
     assert response.status_code == 400, response.content
     assert [p["field"] for p in response.json()["problems"]] == [field]
     assert Outage.objects.count() == 0
+
+
+def test_a_failure_at_an_offset_no_time_zone_has_is_refused_naming_it_not_a_500(
+    api, token, support
+):
+    # Schemathesis: "2016-05-27T16:18:30+23:53" reached PostgreSQL, which cannot hold the offset.
+    import_doc(support, external_id="A-1")
+    response = _post(api, _body(["A-1"], failed_at="2026-11-29T16:18:30+23:53"), token)
+    assert response.status_code == 400, response.content
+    [problem] = response.json()["problems"]
+    assert problem["field"] == "failed_at" and "-12:00 to +14:00" in problem["message"]
+    assert Outage.objects.count() == 0

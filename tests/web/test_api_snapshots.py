@@ -207,3 +207,25 @@ def test_a_string_where_a_number_belongs_is_called_a_json_string(api, token):
     assert response.status_code == 400
     problems = {p["field"]: p["message"] for p in response.json()["problems"]}
     assert problems["entries[0] (e1).chips"] == "must be a whole number, not a JSON string"
+
+
+@pytest.mark.parametrize("offset", ["+23:53", "-16:00", "+14:01", "+10:75"])
+def test_a_start_at_an_offset_no_time_zone_has_is_refused_naming_it_not_a_500(api, token, offset):
+    # Schemathesis: PostgreSQL cannot hold an offset beyond +-15:59 (DataError, a 500); no time
+    # zone is further than -12:00 or +14:00 from UTC.
+    doc = snapshot_doc("API-1")
+    doc["tournament"]["starts_at"] = "2026-11-29T18:00:00" + offset
+    response = _post(api, dumps(doc), token)
+    assert response.status_code == 400, response.content
+    [problem] = response.json()["problems"]
+    assert problem["field"] == "tournament.starts_at"
+    assert "-12:00 to +14:00" in problem["message"]
+    assert not Tournament.objects.exists()
+
+
+def test_the_furthest_offsets_of_real_time_zones_are_accepted(api, token):
+    for n, offset in enumerate(["+14:00", "-12:00", "+05:45"]):
+        doc = snapshot_doc(f"API-{n}", starts_at=None)
+        doc["tournament"]["starts_at"] = "2026-11-29T18:00:00" + offset
+        response = _post(api, dumps(doc), token)
+        assert response.status_code == 201, response.content
