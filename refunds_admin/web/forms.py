@@ -4,6 +4,7 @@ Times are typed in the staff member's time zone (the active one) and become awar
 stored in UTC by the services.
 """
 
+from datetime import UTC, timedelta
 from typing import Any
 
 from django import forms
@@ -32,8 +33,31 @@ class LocalDateTimeInput(forms.DateTimeInput):
         return super().format_value(value)
 
 
+# The furthest offsets from UTC any time zone has. PostgreSQL cannot hold one beyond 15:59.
+_EARLIEST_OFFSET, _LATEST_OFFSET = timedelta(hours=-12), timedelta(hours=14)
+
+
+class LocalDateTimeField(forms.DateTimeField):
+    """A time typed in the staff member's zone. The browser's picker sends none of its own; one
+    sent with an offset (a script) is read at that offset, as long as a time zone can have it:
+    +23:53 is refused naming the field instead of failing at the database."""
+
+    def to_python(self, value):
+        result = super().to_python(value)
+        if result is not None and result.tzinfo is not None:
+            offset = result.utcoffset()
+            if offset is None or not _EARLIEST_OFFSET <= offset <= _LATEST_OFFSET:
+                raise forms.ValidationError(
+                    "%(value)s has no real UTC offset: time zones are -12:00 to +14:00 from UTC.",
+                    code="invalid",
+                    params={"value": value},
+                )
+            result = result.astimezone(UTC)
+        return result
+
+
 def local_datetime_field(label, **kwargs):
-    return forms.DateTimeField(
+    return LocalDateTimeField(
         label=label,
         widget=LocalDateTimeInput(),
         help_text="In your time zone (switch it at the top right).",

@@ -206,3 +206,27 @@ def test_the_incident_page_lists_entries_whose_amounts_changed_in_a_re_import(cl
     assert heading in page
     money = page.split('id="snapshot-money-changes"')[1].split("</dd>")[0]
     assert "1 entry with a different amount (e2: buy-in paid)" in money
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("offset", ["+23:53", "-16:00"])
+def test_a_failure_time_typed_with_an_offset_no_time_zone_has_is_refused_naming_the_field(
+    client, support, tournament, offset
+):
+    """The form's field takes a local time; a value sent with an offset (a script, not the
+    browser's picker) that no time zone has is refused next to the field, not a 500 from the
+    database (PostgreSQL holds offsets up to 15:59)."""
+    import datetime as dt
+
+    client.force_login(support)
+    sign, hours, minutes = offset[0], int(offset[1:3]), int(offset[4:])
+    zone = dt.timezone((1 if sign == "+" else -1) * timedelta(hours=hours, minutes=minutes))
+    at = (tournament.starts_at + timedelta(minutes=5)).astimezone(zone)
+    typed = at.strftime("%Y-%m-%dT%H:%M:%S") + offset  # five minutes after the start
+    response = client.post(
+        reverse("incident_new"),
+        {"tournament": tournament.pk, "failed_at": typed, "cause": "network", "description": "x"},
+    )
+    assert response.status_code == 400
+    assert "no real UTC offset" in response.content.decode()
+    assert not Incident.objects.filter(tournament=tournament).exists()
