@@ -63,7 +63,7 @@ def get_proposal_for(request, pk):
         pk=pk,
     )
     _with_staff(
-        (proposal, ("prepared_by", "submitted_by", "approved_by")),
+        (proposal, ("prepared_by", "submitted_by", "approved_by", "rejected_by")),
         (
             proposal.incident,
             ("recorded_by", "closed_by", "site_wide_confirmed_by", "site_wide_applied_by"),

@@ -668,3 +668,16 @@ def test_a_knockouts_failure_before_the_start_is_confirmed_in_its_own_words(clie
         {"tournament": tournament.pk, "failed_at": before, "cause": "server_crash"},
     ).content.decode()
     assert "that is rule 1, a full refund of buy-in, knockout part and fee to every" in refused
+
+
+def test_it_names_who_rejected_a_proposal(client, support, manager, auditor):
+    # An auditor reading a rejected proposal saw when and why, but not who sent it back,
+    # while an approval names its manager.
+    proposal = submitted_proposal(support)
+    proposals.reject_proposal(proposal, acting_user=manager, reason="counts are off")
+    client.force_login(auditor)
+    page = _page(client, "proposal_detail", proposal.pk)
+    rejected = page.split("<dt>Rejected</dt>", 1)[1].split("</dd>", 1)[0]
+    assert f"by {manager.get_username()}" in rejected and "counts are off" in rejected
+    worklist = _page(client, "proposal_list", status="rejected").split('id="worklist"')[1]
+    assert f"by {manager.get_username()}" in worklist

@@ -129,7 +129,9 @@ def proposal_list(request):
     page = _page(
         request,
         qs.filter(status=status)
-        .select_related("incident__tournament", "prepared_by", "submitted_by", "approved_by")
+        .select_related(
+            "incident__tournament", "prepared_by", "submitted_by", "approved_by", "rejected_by"
+        )
         .order_by(*PROPOSAL_SORTS[data.get("sort") or "-prepared"]),
     )
     return _render(
