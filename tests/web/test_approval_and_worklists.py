@@ -681,3 +681,18 @@ def test_it_names_who_rejected_a_proposal(client, support, manager, auditor):
     assert f"by {manager.get_username()}" in rejected and "counts are off" in rejected
     worklist = _page(client, "proposal_list", status="rejected").split('id="worklist"')[1]
     assert f"by {manager.get_username()}" in worklist
+
+
+def test_the_dashboard_promises_approval_only_to_those_who_may_approve(
+    client, support, manager, auditor
+):
+    # Support and auditors read "Waiting for my approval" over a count they can never approve.
+    submitted_proposal(support)
+    for user, heading in (
+        (auditor, "Waiting for a manager's approval"),
+        (support, "Waiting for a manager's approval"),
+        (manager, "Waiting for my approval"),
+    ):
+        client.force_login(user)
+        card = _section(_page(client, "dashboard"), "waiting-approval")
+        assert f"<h2>{heading}</h2>" in card, user
