@@ -3,7 +3,7 @@ sideways scroll that nobody sees (found trying the app as a manager and an audit
 
 import pytest
 
-from tests.support.factories import approve_outage, prepared_outage
+from tests.support.factories import approve_outage, import_doc, knockout_doc, prepared_outage
 
 pytestmark = pytest.mark.browser
 
@@ -23,4 +23,13 @@ def test_the_outage_report_shows_every_cost_per_method_at_1366_px(
     page.set_viewport_size({"width": 1366, "height": 900})
     page.goto(f"/outages/{outage.pk}/report/")
     assert "Overlay kept by the house" in page.inner_text("#cost-method")
+    assert page.evaluate(_HIDDEN) == []
+
+
+def test_a_knockout_tournaments_entries_fit_their_card_at_1366_px(open_as, support, auditor):
+    tournament = import_doc(support, knockout_doc("T-KO-1366")).tournament
+    page = open_as(auditor)
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(f"/tournaments/{tournament.pk}/")
+    assert "Paid with" in page.inner_text("#entries")
     assert page.evaluate(_HIDDEN) == []
