@@ -256,10 +256,14 @@ def _supersede(live: PayoutProposal, *, acting_user: User, tournament: Tournamen
 
 @transaction.atomic
 @paused_gc()  # 100k lines of small objects and no cycles (see tournaments.services)
-def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal:
+def prepare_proposal(
+    incident: Incident, *, acting_user: User, keep_current_submission: bool = False
+) -> PayoutProposal:
     """Compute the proposal for a cancelled incident from the tournament's current snapshot and
     store it as a draft: a new version, superseding a live draft or submitted one (kept, to
-    show what changed)."""
+    show what changed). `keep_current_submission`: refuse instead when the live proposal is
+    submitted and up to date (what the incident page offers; a page opened before the
+    submission must not pull it back from the manager)."""
     require_role(acting_user, CAN_PREPARE, "prepare proposals")
     # Locks in the one order used everywhere: tournament -> incident -> proposal -> job.
     tournament = Tournament.objects.select_for_update().get(pk=incident.tournament_id)
@@ -283,6 +287,17 @@ def prepare_proposal(incident: Incident, *, acting_user: User) -> PayoutProposal
     if live is not None and live.status in DECIDED:
         raise Refused(
             f"Proposal {live.pk} is {live.status}: an approved proposal is never replaced."
+        )
+    if (
+        keep_current_submission
+        and live is not None
+        and live.status == Status.SUBMITTED
+        and not _stale_reasons(live, incident, tournament)
+    ):
+        raise Refused(
+            f"Proposal v{live.version} was submitted and is waiting for a manager's approval; "
+            "it is up to date, so it is not prepared again. To change it, withdraw the "
+            "submission (its submitter) or have a manager reject it."
         )
 
     before = None

@@ -230,3 +230,20 @@ def test_a_failure_time_typed_with_an_offset_no_time_zone_has_is_refused_naming_
     assert response.status_code == 400
     assert "no real UTC offset" in response.content.decode()
     assert not Incident.objects.filter(tournament=tournament).exists()
+
+
+def test_a_stale_incident_page_does_not_pull_back_a_current_submission(client, support):
+    # Support opened the incident page while the draft was still a draft; meanwhile it was
+    # submitted. "Prepare proposal" on that stale page replaced the submission waiting for a
+    # manager with an identical draft: the manager's approval was then refused.
+    from refunds_admin.proposals.models import PayoutProposal
+    from tests.support.factories import submitted_proposal
+
+    proposal = submitted_proposal(support, external_id="UP-WAITING")
+    client.force_login(support)
+    response = client.post(reverse("incident_prepare", args=[proposal.incident.pk]), follow=True)
+    proposal.refresh_from_db()
+    assert proposal.status == "submitted"
+    assert PayoutProposal.objects.filter(incident=proposal.incident).count() == 1
+    page = response.content.decode()
+    assert "waiting for a manager" in page and f"v{proposal.version}" in page

@@ -343,7 +343,10 @@ def incident_cancel(request, pk):
 def incident_prepare(request, pk):
     incident = get_incident_for(request, pk)
     try:
-        proposal = proposal_services.prepare_proposal(incident, acting_user=request.user)
+        # As the page offers it: never over a current submission (the page may be stale).
+        proposal = proposal_services.prepare_proposal(
+            incident, acting_user=request.user, keep_current_submission=True
+        )
     except Refused as exc:
         messages.error(request, f"The proposal could not be prepared: {exc}")
         return redirect("incident_detail", pk=pk)
