@@ -327,7 +327,7 @@ def for_export(data, currency=""):
 
 
 def _value(key, value, currency):
-    if value is None:
+    if value is None or value == "":  # nothing recorded (a ledger approval's wallet identity)
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"

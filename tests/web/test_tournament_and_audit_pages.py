@@ -170,3 +170,16 @@ def test_uploading_the_current_snapshot_again_says_nothing_was_imported(client, 
     assert "Imported UP-AGAIN" not in page
     assert Snapshot.objects.filter(tournament__external_id="UP-AGAIN").count() == 1
     assert AuditEvent.objects.filter(action="snapshot.imported").count() == 1
+
+
+def test_an_empty_value_in_an_audit_event_reads_as_a_dash(client, support, manager, auditor):
+    # An approval into the app's own ledger records no wallet identity (""): the auditor read
+    # "Wallet identity" over an empty cell, as if something were missing.
+    from tests.support.factories import approved_proposal
+
+    approved_proposal(support, manager, external_id="UP-LEDGER")
+    client.force_login(auditor)
+    page = client.get(reverse("audit"), {"action": "proposal.approved"}).content.decode()
+    assert "<dt>Wallet identity</dt>" in page
+    cell = page.split("<dt>Wallet identity</dt>", 1)[1].split("</dd>", 1)[0]
+    assert cell.strip().endswith("—"), cell
