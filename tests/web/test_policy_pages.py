@@ -253,3 +253,20 @@ def test_the_outage_pages_name_each_tournaments_policy(client, support, manager)
     review = _get(client, reverse("outage_review", args=[prepared.pk]))
     version = policies.current_version("ultimatepoker-2026")
     assert f'href="/policies/versions/{version.pk}/">ultimatepoker-2026 v1</a>' in review
+
+
+def test_no_version_page_offers_a_new_version_while_one_waits_for_a_decision(
+    client, manager, other_manager
+):
+    # Every version page offered "Propose a new version based on this one"; while a version of
+    # the policy waits for its decision the form was refused only after it was filled in.
+    waiting = proposed_policy_version(manager, first_place_cap=True)
+    current = PolicyVersion.objects.get(policy_id=waiting.policy_id, version=1)
+    client.force_login(other_manager)
+    for version in (waiting, current):
+        page = _get(client, reverse("policy_version_detail", args=[version.pk]))
+        assert "Propose a new version based on this one" not in page
+        assert f"{waiting.label} is waiting for a decision" in page
+    policies.reject_policy_version(waiting, acting_user=other_manager, reason="not yet")
+    page = _get(client, reverse("policy_version_detail", args=[current.pk]))
+    assert "Propose a new version based on this one" in page

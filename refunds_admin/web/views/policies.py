@@ -89,6 +89,10 @@ def _version_page(
     )
     if not may_decide:
         _say_why_nothing_was_decided(request, version, approve_form or reject_form, refused)
+    versions = list(version.policy.versions.select_related("proposed_by", "approved_by"))
+    # One version of a policy waits for a decision at a time: proposing the next one is
+    # refused until then, so the page says so rather than offering the form.
+    waiting = next((v for v in versions if v.status == Status.PROPOSED), None)
     return render(
         request,
         "web/policy_version.html",
@@ -99,11 +103,12 @@ def _version_page(
             "condition": describe.full_refund_condition(policy),
             "previous": previous,
             "changes": describe.differences(previous.engine() if previous else None, policy),
-            "versions": version.policy.versions.select_related("proposed_by", "approved_by"),
+            "versions": versions,
+            "waiting": waiting,
             "is_default": policy_services.default_policy().id == version.policy_id,
             "may_decide": may_decide,
             "own_version": version.proposed_by_id == user.pk,
-            "may_propose": has_role(user, CAN_DECIDE),
+            "may_propose": has_role(user, CAN_DECIDE) and waiting is None,
             "has_device": mfa.confirmed_device(user) is not None,
             "approve_form": approve_form
             or PolicyApproveForm(initial={"sha256": version.sha256}, user=user, request=request),
