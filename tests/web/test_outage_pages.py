@@ -287,3 +287,28 @@ def test_adding_a_tournament_to_an_outage_with_a_finding_needs_both_factors(
     incident = Incident.objects.get(tournament=late)
     assert incident.site_wide_confirmed_by == manager
     assert incident.site_wide_applied_by == other_manager
+
+
+def test_adding_a_tournament_found_later_asks_first_naming_what_it_does(
+    client, support, manager, other_manager
+):
+    # Adding records an incident that cannot be taken back and, once the site-wide finding was
+    # confirmed, applies rule 1 in the adder's name, who then may not approve its proposal; the
+    # button asked nothing (every other irreversible step on the page asks first).
+    from refunds_admin.outages import services as outage_services
+
+    o = outage(support, failed_ago=timedelta(minutes=5))
+    import_doc(support, external_id="FOUND-LATER")
+    login(client, support)
+    tag = _form_tag(client.get(f"/outages/{o.pk}/").content.decode(), "add-form")
+    assert "data-confirm=" in tag and "cannot be undone" in tag
+    outage_services.confirm_site_wide_issue(o, justification="DC down", acting_user=manager)
+    login(client, other_manager)
+    tag = _form_tag(client.get(f"/outages/{o.pk}/").content.decode(), "add-form")
+    assert "Rule 1" in tag and "may not approve" in tag
+
+
+def _form_tag(page, form_id):
+    """The opening tag of the form with this id, whatever the order of its attributes."""
+    at = page.index(f'id="{form_id}"')
+    return page[page.rindex("<form", 0, at) : page.index(">", at)]
