@@ -312,3 +312,12 @@ def _form_tag(page, form_id):
     """The opening tag of the form with this id, whatever the order of its attributes."""
     at = page.index(f'id="{form_id}"')
     return page[page.rindex("<form", 0, at) : page.index(">", at)]
+
+
+def test_the_review_of_one_proposal_speaks_of_one_proposal(client, support, manager):
+    o = prepared_outage(support)
+    first = batches.live_proposals(o)[0]
+    login(client, manager)
+    page = client.get(f"/outages/{o.pk}/review/", {"only": [first.pk]}).content.decode()
+    assert "sorted fingerprints of the 1 proposals" not in page
+    assert "the fingerprint of the 1 proposal:" in page
