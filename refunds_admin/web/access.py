@@ -8,8 +8,10 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
+from django_htmx.http import HttpResponseClientRedirect
 
 from refunds_admin.accounts.roles import CAN_READ, has_role
 from refunds_admin.incidents.models import Incident
@@ -22,14 +24,24 @@ def role_required(allowed):
     """Log in first (302 to the login page), then hold one of the allowed roles (else 403)."""
 
     def decorator(view):
-        @wraps(view)
         @login_required
-        def wrapper(request, *args, **kwargs):
+        def signed_in(request, *args, **kwargs):
             if not has_role(request.user, allowed):
                 # The page says the role does not allow it; this says which roles do.
                 needed = " or ".join(sorted(allowed))
                 raise PermissionDenied(f"It needs the {needed} role.")
             return view(request, *args, **kwargs)
+
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            htmx = getattr(request, "htmx", None)
+            if htmx and not request.user.is_authenticated:
+                # A fragment asked for after the session ended (signed out in another tab, or
+                # timed out): the whole window goes to the sign-in page and back to the page it
+                # showed, rather than a sign-in page swapped into one of its boxes.
+                back = htmx.current_url_abs_path or request.get_full_path()
+                return HttpResponseClientRedirect(redirect_to_login(back)["Location"])
+            return signed_in(request, *args, **kwargs)
 
         wrapper.allowed_roles = allowed  # type: ignore[attr-defined]
         return wrapper

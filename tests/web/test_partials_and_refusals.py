@@ -2,6 +2,7 @@
 action shows its page again, with the form's errors, through the page's own helper."""
 
 from datetime import timedelta
+from urllib.parse import quote
 
 import pytest
 from django.urls import reverse
@@ -80,3 +81,23 @@ def test_it_shows_the_approval_page_again_after_a_refused_approval(client, suppo
     assert "is not the one you reviewed" in response.content.decode()
     proposal.refresh_from_db()
     assert proposal.status == "submitted"
+
+
+def test_a_fragment_asked_for_after_sign_out_sends_the_whole_window_to_sign_in(client, support):
+    # Signed out in another tab, a filter of the breakdown swapped the whole sign-in page (top
+    # bar and all) into the breakdown's box, and pushed the sign-in address into the history.
+    from tests.support.factories import draft_proposal
+
+    proposal = draft_proposal(support)
+    page = f"/proposals/{proposal.pk}/?show="
+    response = client.get(
+        reverse("proposal_detail", args=[proposal.pk]),
+        {"show": ""},
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="lines",
+        HTTP_HX_CURRENT_URL=f"http://testserver{page}",
+    )
+    assert response.status_code == 200 and not response.content
+    assert response["HX-Redirect"] == f"/accounts/login/?next={quote(page)}"
+    # Without htmx, the usual redirect.
+    assert client.get(page).status_code == 302
