@@ -181,7 +181,11 @@ SENTENCES = {
     ),
     "incident.cancelled": _incident_cancelled,
     "incident.site_wide_confirmed": lambda e, b, a: (
-        f"{e.actor_name} confirmed that site-wide issues impaired play (incident "
+        # An outage's finding applied to a tournament added later stays its author's.
+        f"{e.actor_name} applied {a['finding_by']}'s finding that site-wide issues impaired "
+        f"play to incident {e.object_id}: rule {_rule(a.get('rule'))}"
+        if a.get("finding_by")
+        else f"{e.actor_name} confirmed that site-wide issues impaired play (incident "
         f"{e.object_id}): rule {_rule(a.get('rule'))}"
     ),
     "proposal.prepared": _proposal_prepared,

@@ -321,3 +321,25 @@ def test_the_review_of_one_proposal_speaks_of_one_proposal(client, support, mana
     page = client.get(f"/outages/{o.pk}/review/", {"only": [first.pk]}).content.decode()
     assert "sorted fingerprints of the 1 proposals" not in page
     assert "the fingerprint of the 1 proposal:" in page
+
+
+def test_the_history_names_the_author_of_a_finding_applied_to_a_tournament_added_later(
+    client, support, manager, other_manager, auditor
+):
+    # The event recorded "Finding by manager, applied by otto", but its sentence (audit list,
+    # incident timeline, dashboard) read "otto confirmed that site-wide issues impaired play".
+    from refunds_admin.audit.display import describe
+    from refunds_admin.audit.models import AuditEvent
+    from refunds_admin.outages import services as outage_services
+
+    o = outage(support, failed_ago=timedelta(minutes=5))
+    outage_services.confirm_site_wide_issue(o, justification="DC down", acting_user=manager)
+    late = import_doc(support, external_id="FOUND-LATER").tournament
+    outage_services.add_tournament(o, late, acting_user=other_manager, second_factor=True)
+    event = AuditEvent.objects.filter(
+        action="incident.site_wide_confirmed", tournament_external_id="FOUND-LATER"
+    ).get()
+    sentence = describe(event)
+    finder, adder = manager.get_username(), other_manager.get_username()
+    assert not sentence.startswith(f"{adder} confirmed"), sentence
+    assert f"{adder} applied {finder}'s finding" in sentence, sentence
