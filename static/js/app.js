@@ -65,3 +65,30 @@ document.addEventListener("change", function (event) {
   var el = event.target;
   if (el.matches && el.matches("select[data-autosubmit]") && el.form) el.form.submit();
 });
+
+// An htmx request the server refused or failed (an expired form after signing in again in
+// another tab, a role that does not allow it, a server error) swaps nothing: without this the
+// click seemed to do nothing at all. Say so at the top of the page, where messages appear.
+function showRequestProblem(text) {
+  var main = document.getElementById("main");
+  if (!main) return;
+  var box = document.getElementById("request-problem");
+  if (!box) {
+    box = document.createElement("p");
+    box.id = "request-problem";
+    box.className = "message error";
+    box.setAttribute("role", "alert");
+    main.insertBefore(box, main.firstChild);
+  }
+  box.textContent = text;
+  box.scrollIntoView({ block: "nearest" });
+}
+document.addEventListener("htmx:responseError", function (event) {
+  var status = event.detail.xhr ? event.detail.xhr.status : 0;
+  showRequestProblem(status === 403
+    ? "Not done: the form expired (for instance after signing in again in another tab) or your role does not allow it. Reload the page and try again."
+    : "Not done: the server answered with an error (" + status + "). Reload the page and try again.");
+});
+document.addEventListener("htmx:sendError", function () {
+  showRequestProblem("Not done: the server could not be reached. Check the connection and try again.");
+});
