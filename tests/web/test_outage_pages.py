@@ -343,3 +343,14 @@ def test_the_history_names_the_author_of_a_finding_applied_to_a_tournament_added
     finder, adder = manager.get_username(), other_manager.get_username()
     assert not sentence.startswith(f"{adder} confirmed"), sentence
     assert f"{adder} applied {finder}'s finding" in sentence, sentence
+
+
+def test_the_outage_page_offers_approval_only_to_a_manager(client, support, manager, auditor):
+    """Everyone may open the batch review; the way there promises an approval only to a manager."""
+    o = prepared_outage(support)
+    for user, words in ((support, "Review"), (auditor, "Review"), (manager, "Review and approve")):
+        client.force_login(user)
+        page = client.get(f"/outages/{o.pk}/").content.decode()
+        top = page.split('id="to-review-top">')[1].split("</a>")[0]
+        batch = page.split('id="to-review">')[1].split("</a>")[0]
+        assert (top, batch) == (words, f"{words} the batch"), user

@@ -203,6 +203,8 @@ def _detail_context(request, outage):
         "may_confirm_site_wide": not outage.site_wide_issue and has_role(user, CAN_DECIDE),
         "may_add": bool(open_) and has_role(user, CAN_PREPARE),
         "may_prepare": bool(cancelled) and has_role(user, CAN_PREPARE),
+        # Everyone may open the batch review; only a manager approves there.
+        "may_decide": has_role(user, CAN_DECIDE),
         "resumed_form": OutageResumedForm(initial={"resumed_at": _now_local()}),
         "reason_form": ReasonForm(),
         "justification_form": JustificationForm(),
