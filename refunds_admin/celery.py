@@ -77,7 +77,7 @@ def _bind_task_log_context(task_id=None, task=None, args=None, kwargs=None, **_)
 
 
 @signals.task_postrun.connect
-def _task_finished(task_id=None, **_):
+def _task_finished(task_id=None, task=None, **_):
     from refunds_admin.ops import health, logs
 
     token = _tokens.pop(task_id, None)
@@ -87,3 +87,8 @@ def _task_finished(task_id=None, **_):
         except ValueError:  # bound in another context (should not happen); nothing to undo
             pass
     health.stamp("worker")
+    # And the queue it came from: each queue's worker is seen (or missed) on its own.
+    delivery = getattr(getattr(task, "request", None), "delivery_info", None) or {}
+    queue = delivery.get("routing_key")
+    if queue in health.QUEUES:
+        health.stamp(f"queue:{queue}")

@@ -290,11 +290,18 @@ CELERY_BEAT_SCHEDULE = {
     "flag-overdue-incidents": {"task": "incidents.flag_overdue", **_sweep},
     # Staff e-mails and player statements missed by the after-commit kick; stuck postings.
     "notifications-sweep": {"task": "notifications.sweep", **_sweep},
-    # /healthz shows when beat last sent this and when a worker last finished a task.
+    # /healthz shows when beat last sent this and when a worker last finished a task, for each
+    # queue: one heartbeat per queue, so that a dead worker of the long jobs' queue does not
+    # hide behind a live periodic one.
     "heartbeat": {
         "task": "ops.heartbeat",
         "schedule": HEARTBEAT_EVERY,
         "options": {"expires": HEARTBEAT_EVERY},
+    },
+    "heartbeat-long-jobs": {
+        "task": "ops.heartbeat",
+        "schedule": HEARTBEAT_EVERY,
+        "options": {"expires": HEARTBEAT_EVERY, "queue": "celery"},
     },
 }
 

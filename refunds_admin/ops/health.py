@@ -3,7 +3,10 @@
 Beat stamps the time each time it sends the `ops.heartbeat` task; a worker stamps the time
 each time it finishes a task (any task; beat sends the heartbeat every HEARTBEAT_EVERY seconds,
 30 by default).
-Both stamps live in Redis, so every web process reads the same ones.
+Both stamps live in Redis, so every web process reads the same ones. Beat sends the heartbeat
+to each queue (`periodic` and `celery`, the long jobs'), and a worker also stamps the queue the
+task came from: with one worker per queue, /healthz shows each queue's worker on its own, so a
+dead worker of the long jobs cannot hide behind a live periodic one.
 """
 
 import time
@@ -16,6 +19,8 @@ from refunds_admin.jobs import kinds
 
 _KEY = "refunds_admin:heartbeat:{}"
 _TTL = 7 * 24 * 3600
+# The queues a deployment runs a worker for (README "Deploying"; CELERY_TASK_ROUTES).
+QUEUES = ("celery", "periodic")
 
 
 @lru_cache(maxsize=4)
@@ -66,11 +71,19 @@ def celery_status():
         return None
     try:
         client.ping()
-        beat, worker = client.mget([_KEY.format("beat"), _KEY.format("worker")])
+        beat, worker, *queues = client.mget(
+            [_KEY.format("beat"), _KEY.format("worker")]
+            + [_KEY.format(f"queue:{queue}") for queue in QUEUES]
+        )
     except Exception:
-        return {"broker": "unreachable", "beat": None, "worker": None}
+        return {"broker": "unreachable", "beat": None, "worker": None, "queues": None}
     now = time.time()
-    return {"broker": "ok", "beat": _age(beat, now), "worker": _age(worker, now)}
+    return {
+        "broker": "ok",
+        "beat": _age(beat, now),
+        "worker": _age(worker, now),
+        "queues": {queue: _age(raw, now) for queue, raw in zip(QUEUES, queues, strict=True)},
+    }
 
 
 def _age(raw, now):

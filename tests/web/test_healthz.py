@@ -12,9 +12,10 @@ import pytest
 from django.test import Client, override_settings
 
 from refunds_admin.ops import health
+from tests.support.posting_support import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYS = {"status", "database", "broker", "beat", "worker", "stalled_jobs"}
+KEYS = {"status", "database", "broker", "beat", "worker", "queues", "stalled_jobs"}
 
 
 def _closed_port():
@@ -124,6 +125,7 @@ def test_it_reports_an_unreachable_broker_without_failing():
         "broker": "unreachable",
         "beat": None,
         "worker": None,
+        "queues": None,
         "stalled_jobs": {"posting": [], "prepare": [], "statements": []},
     }
 
@@ -195,6 +197,33 @@ def test_it_reports_the_beat_and_worker_heartbeats(celery_worker_process, tmp_pa
     time.sleep(2.2)
     later = client.get("/healthz").json()
     assert later["beat"]["age_seconds"] >= 2
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_it_tells_a_dead_long_jobs_worker_from_a_live_periodic_one(celery_worker_process):
+    """The deployment runs one worker per queue (README "Deploying"). With only the periodic
+    worker alive -- the one that posts, the `celery` queue's, killed or never started --
+    /healthz must not report the workers as just seen: each queue has its own age."""
+    celery_worker_process.start_periodic()
+    celery_worker_process.start_beat(HEARTBEAT_EVERY=1)
+    client = Client()
+    wait_for(
+        lambda: (client.get("/healthz").json().get("queues") or {}).get("periodic"),
+        timeout=60,
+        message="the periodic queue's heartbeat",
+    )
+    body = client.get("/healthz").json()
+    assert body["queues"]["periodic"]["age_seconds"] <= 5
+    assert body["queues"]["celery"] is None  # nobody consumes the long jobs' queue
+
+    celery_worker_process.start()  # the long jobs' worker comes up: its queue is seen too
+    wait_for(
+        lambda: client.get("/healthz").json()["queues"]["celery"],
+        timeout=60,
+        message="the long jobs' queue's heartbeat",
+    )
+    assert client.get("/healthz").json()["queues"]["celery"]["age_seconds"] <= 5
 
 
 def test_it_stamps_nothing_and_reports_nothing_without_redis(settings):

@@ -160,7 +160,7 @@ def test_it_serves_the_app_with_gunicorn_as_an_operator_deploys_it(served, suppo
     assert health.getheader("Content-Type") == "application/json"
     body = json.loads(health.text)
     assert body["status"] == "ok" and body["database"] == "ok"
-    assert set(body) <= {"status", "database", "broker", "beat", "worker", "stalled_jobs"}
+    assert set(body) <= {"status", "database", "broker", "beat", "worker", "queues", "stalled_jobs"}
     assert body["broker"] == ("ok" if os.environ.get("REDIS_URL") else "not configured")
 
     # Plain HTTP (nothing says the proxy terminated TLS) is sent to HTTPS...
