@@ -34,6 +34,25 @@ def test_it_refuses_a_form_without_its_token_in_a_page_without_inline_style(supp
     assert "Content-Security-Policy" in response
 
 
+@pytest.mark.django_db
+def test_it_says_an_expired_form_is_not_a_missing_role(manager):
+    """A stale sign-in form, or a manager's approval form from before they signed in again, is
+    refused for its token: the page says that, not that their role forbids it or that they have
+    no staff role (which sent operators to the admin to "fix" roles that were fine)."""
+    anonymous = Client(enforce_csrf_checks=True)
+    response = anonymous.post("/accounts/login/", {"username": "x", "password": "y"})
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert "Reload the page and try again" in body
+    assert "no staff role" not in body and "Your role does not allow" not in body
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(manager)
+    body = client.post("/incidents/new/", {"tournament": "1"}).content.decode()
+    assert "Reload the page and try again" in body
+    assert "Your role does not allow" not in body
+
+
 INLINE = {
     "inline <script>": re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.I),
     "<style> element": re.compile(r"<style\b", re.I),
