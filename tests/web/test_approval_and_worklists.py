@@ -11,6 +11,7 @@ import csv
 import io
 import logging
 import re
+import time
 from datetime import timedelta
 
 import pytest
@@ -696,3 +697,25 @@ def test_the_dashboard_promises_approval_only_to_those_who_may_approve(
         client.force_login(user)
         card = _section(_page(client, "dashboard"), "waiting-approval")
         assert f"<h2>{heading}</h2>" in card, user
+
+
+@pytest.mark.django_db
+def test_the_dashboard_says_a_posting_whose_worker_died_is_stalled_as_its_page_does(
+    client, support, manager, settings
+):
+    """The worker posting a proposal was SIGKILLed: the posting page says "Stalled, resuming"
+    (jobs.kinds.JobStatus); the dashboard's "Posting jobs" said "running" from the raw state."""
+    from tests.support.factories import partly_posted_proposal
+
+    settings.POSTING_CHUNK_SIZE = 2
+    proposal = partly_posted_proposal(support, manager, chunks=1)
+    settings.POSTING_STALE_AFTER = 1
+    time.sleep(1.5)  # no heartbeat since: its worker is gone
+    client.force_login(support)
+    page = client.get(f"/proposals/{proposal.pk}/posting/").content.decode()
+    assert "Stalled, resuming" in page
+    html = client.get("/").content.decode()
+    jobs = html[html.index('id="posting-jobs"') :]
+    jobs = jobs[: jobs.index("</section>")]
+    assert "Stalled, resuming" in jobs
+    assert ">running<" not in jobs
