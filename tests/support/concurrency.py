@@ -30,3 +30,30 @@ def at_once(*actions, catch=(Refused, PermissionDenied), timeout=60):
     for t in threads:
         t.join(timeout=timeout)
     return outcomes
+
+
+def platform_token(django_user_model, *, external_ids=()):
+    """The API token of a platform client acting as a support user (with the tournaments
+    `external_ids` imported), for API calls made from threads: each thread commits on its own
+    connection, so a test using it needs the transactional database."""
+    from django.contrib.auth.models import Group
+
+    from refunds_admin.tournaments.services import create_api_client
+    from tests.support.factories import import_doc
+
+    user = django_user_model.objects.create(username="sue_support")
+    user.groups.add(Group.objects.get_or_create(name="support")[0])
+    for external_id in external_ids:
+        import_doc(user, external_id=external_id)
+    return create_api_client("platform", user=user)[1]
+
+
+def post_json(url, body, token):
+    """POST `body` (JSON text) to the API with `token`, from a client of its own: called in a
+    thread, the request runs on that thread's own database connection."""
+    from django.test import Client
+
+    return Client().post(
+        url, data=body, content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )  # fmt: skip

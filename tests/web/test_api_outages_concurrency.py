@@ -6,16 +6,12 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Group
-from django.test import Client
 from django.utils import timezone
 
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages.models import Outage
-from refunds_admin.tournaments.services import create_api_client
-from tests.support.concurrency import at_once
-from tests.support.factories import import_doc
+from tests.support.concurrency import at_once, platform_token, post_json
 
 pytestmark = pytest.mark.postgres
 URL = "/api/outages"
@@ -24,19 +20,11 @@ URL = "/api/outages"
 @pytest.fixture
 def token(transactional_db, django_user_model):
     """Each thread commits on its own connection, so the test database is transactional."""
-    user = django_user_model.objects.create(username="sue_support")
-    user.groups.add(Group.objects.get_or_create(name="support")[0])
-    for x in ("R-1", "R-2", "R-3"):
-        import_doc(user, external_id=x)
-    return create_api_client("platform", user=user)[1]
+    return platform_token(django_user_model, external_ids=("R-1", "R-2", "R-3"))
 
 
 def _post(body, token):
-    # A client per thread: each request runs on that thread's own database connection.
-    return Client().post(
-        URL, data=body, content_type="application/json",
-        headers={"Authorization": f"Bearer {token}"},
-    )  # fmt: skip
+    return post_json(URL, body, token)
 
 
 @pytest.mark.parametrize("attempt", range(3))

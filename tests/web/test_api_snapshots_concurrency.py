@@ -5,12 +5,9 @@ thread. Both calls get the one imported version, whichever creates the tournamen
 import json
 
 import pytest
-from django.contrib.auth.models import Group
-from django.test import Client
 
 from refunds_admin.tournaments.models import Snapshot, Tournament
-from refunds_admin.tournaments.services import create_api_client
-from tests.support.concurrency import at_once
+from tests.support.concurrency import at_once, platform_token, post_json
 from tests.support.factories import snapshot_doc
 
 pytestmark = pytest.mark.postgres
@@ -20,17 +17,11 @@ URL = "/api/snapshots"
 @pytest.fixture
 def token(transactional_db, django_user_model):
     """Each thread commits on its own connection, so the test database is transactional."""
-    user = django_user_model.objects.create(username="sue_support")
-    user.groups.add(Group.objects.get_or_create(name="support")[0])
-    return create_api_client("platform", user=user)[1]
+    return platform_token(django_user_model)
 
 
 def _post(body, token):
-    # A client per thread: each request runs on that thread's own database connection.
-    return Client().post(
-        URL, data=body, content_type="application/json",
-        headers={"Authorization": f"Bearer {token}"},
-    )  # fmt: skip
+    return post_json(URL, body, token)
 
 
 @pytest.mark.parametrize("attempt", range(3))

@@ -142,6 +142,18 @@ def test_the_sql_differences_are_the_python_ones(support, data, n):
         transaction.set_rollback(True)
 
 
+def _fee_corrected(support, external_id):
+    """A cancelled incident whose snapshot the platform re-imported with e2's fee corrected."""
+    incident = cancelled_incident(support, external_id=external_id)
+    doc = snapshot_doc(
+        external_id,
+        starts_at=incident.tournament.starts_at,
+        entry_fields={1: {"fee_paid": "2.00"}},
+    )
+    import_doc(support, doc=doc)
+    return incident
+
+
 def test_the_incident_page_counts_every_change_and_names_the_first_ten(client, support):
     incident = cancelled_incident(support, external_id="SC-PAGE")
     doc = snapshot_doc("SC-PAGE", starts_at=incident.tournament.starts_at)
@@ -163,11 +175,7 @@ def test_the_incident_page_counts_every_change_and_names_the_first_ten(client, s
 def test_the_differences_are_computed_once_per_pair_of_versions(client, support):
     """Two versions never change, so the second view reads their differences from the cache:
     no query reads their entries again."""
-    incident = cancelled_incident(support, external_id="SC-ONCE")
-    doc = snapshot_doc(
-        "SC-ONCE", starts_at=incident.tournament.starts_at, entry_fields={1: {"fee_paid": "2.00"}}
-    )
-    import_doc(support, doc=doc)
+    incident = _fee_corrected(support, "SC-ONCE")
     client.force_login(support)
     url = reverse("incident_detail", args=[incident.pk])
     entries = Entry._meta.db_table
@@ -205,11 +213,7 @@ def test_a_large_re_import_draws_the_page_first_and_fetches_its_differences_afte
     fetch keeps the comparison, so the page drawn again shows it itself. Without scripts, the
     section's link shows the whole page with it."""
     monkeypatch.setattr(queries, "COMPARED_WHILE_DRAWN", 3)
-    incident = cancelled_incident(support, external_id="SC-LATER")
-    doc = snapshot_doc(
-        "SC-LATER", starts_at=incident.tournament.starts_at, entry_fields={1: {"fee_paid": "2.00"}}
-    )
-    import_doc(support, doc=doc)
+    incident = _fee_corrected(support, "SC-LATER")
     client.force_login(support)
     page_url = reverse("incident_detail", args=[incident.pk])
     section_url = reverse("incident_snapshot_changes", args=[incident.pk])
@@ -241,11 +245,7 @@ def test_a_large_re_import_draws_the_page_first_and_fetches_its_differences_afte
 
 
 def test_a_small_re_import_is_compared_while_the_page_is_drawn(client, support):
-    incident = cancelled_incident(support, external_id="SC-SMALL")
-    doc = snapshot_doc(
-        "SC-SMALL", starts_at=incident.tournament.starts_at, entry_fields={1: {"fee_paid": "2.00"}}
-    )
-    import_doc(support, doc=doc)
+    incident = _fee_corrected(support, "SC-SMALL")
     client.force_login(support)
     page = client.get(reverse("incident_detail", args=[incident.pk])).content.decode()
     assert "1 entry with a different amount (e2: fee paid)" in page and "Comparing" not in page
