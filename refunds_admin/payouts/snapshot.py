@@ -50,6 +50,10 @@ MAX_BIGINT = 2**63 - 1  # chips, chips_in_play (PostgreSQL bigint)
 MAX_INT = 2**31 - 1  # finish_place, place (PostgreSQL integer)
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # times must fall in [2000-01-01, 2100-01-01) UTC
 LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+# The furthest offsets from UTC any time zone has (PostgreSQL cannot hold one beyond 15:59):
+# a time given at another offset is refused naming its field.
+EARLIEST_OFFSET, LATEST_OFFSET = timedelta(hours=-12), timedelta(hours=14)
+NO_SUCH_OFFSET = "has no real UTC offset: time zones are -12:00 to +14:00 from UTC"
 # C0 and C1 control characters (NUL, CR, LF, TAB, ESC, DEL, ...) and lone surrogates, which
 # neither PostgreSQL nor an HTTP header (the cashier's Idempotency-Key) can carry.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -305,13 +309,10 @@ def parse_timestamp(value: object, *, stored: bool = False) -> Instant:
             f"{value!r} is outside the years this tool accepts (2000-01-01 to 2099-12-31 UTC)"
         )
     if not zulu and not stored:
-        # No time zone is further from UTC than these, and PostgreSQL cannot hold an offset
-        # beyond +-15:59 (an import or an outage at +23:53 was a 500).
-        minutes = (int(oh) * 60 + int(om or 0)) * (1 if sign == "+" else -1)
-        if int(om or 0) > 59 or not -12 * 60 <= minutes <= 14 * 60:
-            raise ValueError(
-                f"{value!r} has no real UTC offset: time zones are -12:00 to +14:00 from UTC"
-            )
+        # An import or an outage at +23:53 was a 500 (EARLIEST_OFFSET, LATEST_OFFSET).
+        offset = timedelta(minutes=(int(oh) * 60 + int(om or 0)) * (1 if sign == "+" else -1))
+        if int(om or 0) > 59 or not EARLIEST_OFFSET <= offset <= LATEST_OFFSET:
+            raise ValueError(f"{value!r} {NO_SUCH_OFFSET}")
     instant = Instant.from_datetime(at)
     if len(frac) > 6:  # keep the digits a datetime cannot hold
         extra = Fraction(int(frac), 10 ** len(frac)) - Fraction(int(frac[:6]), 10**6)

@@ -4,7 +4,7 @@ Times are typed in the staff member's time zone (the active one) and become awar
 stored in UTC by the services.
 """
 
-from datetime import UTC, timedelta
+from datetime import UTC
 from typing import Any
 
 from django import forms
@@ -13,7 +13,13 @@ from django.db.models import Exists, OuterRef
 
 from refunds_admin.accounts import mfa
 from refunds_admin.incidents.models import Incident
-from refunds_admin.payouts.snapshot import MAX_CSV_BYTES, MAX_DOCUMENT_BYTES
+from refunds_admin.payouts.snapshot import (
+    EARLIEST_OFFSET,
+    LATEST_OFFSET,
+    MAX_CSV_BYTES,
+    MAX_DOCUMENT_BYTES,
+    NO_SUCH_OFFSET,
+)
 from refunds_admin.tournaments.models import Tournament
 
 
@@ -33,10 +39,6 @@ class LocalDateTimeInput(forms.DateTimeInput):
         return super().format_value(value)
 
 
-# The furthest offsets from UTC any time zone has. PostgreSQL cannot hold one beyond 15:59.
-_EARLIEST_OFFSET, _LATEST_OFFSET = timedelta(hours=-12), timedelta(hours=14)
-
-
 class LocalDateTimeField(forms.DateTimeField):
     """A time typed in the staff member's zone. The browser's picker sends none of its own; one
     sent with an offset (a script) is read at that offset, as long as a time zone can have it:
@@ -46,9 +48,10 @@ class LocalDateTimeField(forms.DateTimeField):
         result = super().to_python(value)
         if result is not None and result.tzinfo is not None:
             offset = result.utcoffset()
-            if offset is None or not _EARLIEST_OFFSET <= offset <= _LATEST_OFFSET:
+            # The snapshot's bounds (payouts/snapshot.py), for the same reason and words.
+            if offset is None or not EARLIEST_OFFSET <= offset <= LATEST_OFFSET:
                 raise forms.ValidationError(
-                    "%(value)s has no real UTC offset: time zones are -12:00 to +14:00 from UTC.",
+                    f"%(value)s {NO_SUCH_OFFSET}.",
                     code="invalid",
                     params={"value": value},
                 )
