@@ -16,6 +16,19 @@ Status = PayoutProposal.Status
 DECIDED = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
 
 
+# The summary's word for each job status code (jobs.kinds.JobStatus), so that the badges above
+# the table count what its rows say: a running job without heartbeats is "stalled, resuming",
+# a queued one held back by the wallet or the database is "waiting".
+SUMMARY_WORDS = {
+    "queued": "queued",
+    "running": "running",
+    "stalled": "stalled, resuming",
+    "waiting": "waiting",
+    "failed": "failed",
+    "done": "posted",
+}
+
+
 def _percent(part, whole, done=False):
     if whole == 0:
         return 100 if done else 0
@@ -34,11 +47,12 @@ def posting_progress(outage):
         lambda: {"posted_cents": 0, "total_cents": 0}
     )
     posted = total = 0
-    states: defaultdict[str, int] = defaultdict(int)
+    states: defaultdict[str, int] = defaultdict(int)  # by the status code the rows show
     for p in proposals:
         job = jobs.get(p.pk)
         state = job.state if job else "queued"
-        states[state] += 1
+        status = POSTING_JOBS.status(job) if job else JobStatus("queued", "Queued")
+        states[status.code] += 1
         row = {
             "proposal": p,
             "tournament": p.incident.tournament,
@@ -50,7 +64,7 @@ def posting_progress(outage):
             "error": job.last_error if job else "",
             # The same truthful words as each proposal's page: queued, running, stalled
             # (resuming), waiting for the wallet / the database since T, failed, posted.
-            "status": POSTING_JOBS.status(job) if job else JobStatus("queued", "Queued"),
+            "status": status,
             "statements": STATEMENT_JOBS.status(statement_jobs[p.pk])
             if p.pk in statement_jobs
             else None,
@@ -71,6 +85,10 @@ def posting_progress(outage):
         "percent": _percent(posted, total, all_done),
         "money": dict(sorted(money.items())),
         "states": dict(states),
+        # [(code, count, word)] for the summary's badges, in the order a job goes through them
+        "summary": [
+            (code, states[code], word) for code, word in SUMMARY_WORDS.items() if states[code]
+        ],
         "count": len(rows),
         "done": all_done,
         "failed": states.get("failed", 0),

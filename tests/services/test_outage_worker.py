@@ -42,7 +42,7 @@ def test_the_batch_prepare_is_shared_between_workers_and_finishes_once(
     approve_outage(o, manager)
     wait_for(lambda: reports.posting_progress(o)["done"], timeout=90, message="everything posted")
     progress = reports.posting_progress(o)
-    assert progress["states"] == {"posted": len(IDS)}
+    assert progress["states"] == {"done": len(IDS)}
     total = sum(PayoutProposal.objects.values_list("total_cents", flat=True))
     assert progress["money"]["USD"]["posted_cents"] == total
     assert sum(Credit.objects.values_list("amount_cents", flat=True)) == total

@@ -354,3 +354,25 @@ def test_the_outage_page_offers_approval_only_to_a_manager(client, support, mana
         top = page.split('id="to-review-top">')[1].split("</a>")[0]
         batch = page.split('id="to-review">')[1].split("</a>")[0]
         assert (top, batch) == (words, f"{words} the batch"), user
+
+
+def test_the_posting_summary_counts_what_its_rows_say(client, support, manager):
+    """A running job whose worker stopped sending heartbeats is "stalled, resuming" in its row;
+    the summary's badges above must count it so, not as the raw state "running"."""
+    from refunds_admin.ledger.models import PostingJob
+    from refunds_admin.ledger.posting import schedule_posting
+    from tests.support.factories import approve_outage
+
+    o = prepared_outage(support)
+    approve_outage(o, manager)
+    first, *rest = PayoutProposal.objects.filter(status="approved").order_by("pk")
+    job = schedule_posting(first)
+    PostingJob.objects.filter(pk=job.pk).update(
+        state="running", heartbeat_at=timezone.now() - timedelta(hours=1)
+    )
+    login(client, manager)
+    page = client.get(f"/outages/{o.pk}/posting/").content.decode()
+    summary = page.split('id="posting-summary"', 1)[1].split("</p>", 1)[0]
+    assert "1 stalled, resuming" in summary and "running" not in summary
+    assert f"{len(rest)} queued" in summary
+    assert "Stalled, resuming" in page.split('id="posting-rows"', 1)[1]
