@@ -35,6 +35,12 @@ class Refused(Exception):
         )
 
 
+class Conflict(Refused):
+    """The same request again (the same identity) with different content: the first is kept and
+    the difference is not applied. The API answers 409 naming each differing field, where a
+    silent 200 would let a retry's corrected field be lost without anyone knowing."""
+
+
 def required_text(value: str | None, field: str) -> str:
     """What a person typed into `field` (a reason, a justification), stripped; refused when it
     is empty, naming the field."""

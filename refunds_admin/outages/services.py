@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
 from refunds_admin.audit.services import record
-from refunds_admin.errors import Refused
+from refunds_admin.errors import Conflict, Refused
 from refunds_admin.incidents import services as incident_services
 from refunds_admin.incidents.models import Incident
 from refunds_admin.payouts.money import json_type
@@ -80,6 +80,11 @@ def already_recorded(*, failed_at, cause, tournaments):
         if members == wanted:
             return outage
     return None
+
+
+def _differs(recorded):
+    shown = recorded if len(recorded) <= 200 else recorded[:200] + "..."
+    return f"differs from the description recorded: {shown!r}"
 
 
 def _id_problem(value):
@@ -239,7 +244,8 @@ def record_outage_for_external_ids(
 ):
     """The API's entry point: tournaments named by the platform's ids, every problem at once.
     Returns (outage, created): the same call again returns the outage already recorded, also
-    when it arrives while the first is still being recorded."""
+    when it arrives while the first is still being recorded. The same failure time, cause and
+    tournaments with another description raise Conflict (nothing is changed)."""
     require_role(acting_user, CAN_PREPARE, "record outages")
     tournaments, problems = resolve_external_ids(external_ids)
     problems = _check_outage_fields(failed_at, cause) + problems
@@ -251,6 +257,16 @@ def record_outage_for_external_ids(
     _lock_tournaments(tournaments)
     existing = already_recorded(failed_at=failed_at, cause=cause, tournaments=tournaments)
     if existing is not None:
+        # A retry is the same call: the failure time, cause and tournaments make the outage, and
+        # the description must match too. A different one is refused rather than dropped (the
+        # platform would believe it recorded) or applied (an outage is changed by staff, on its
+        # page, audited; never by a repeated POST).
+        if existing.description != (description or ""):
+            raise Conflict(
+                f"Outage {existing.pk} was already recorded for this failure time, cause and "
+                "these tournaments, with another description; nothing was changed.",
+                problems=[("description", _differs(existing.description))],
+            )
         return existing, False
     outage = record_outage(
         failed_at=failed_at,

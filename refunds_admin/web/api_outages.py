@@ -13,7 +13,7 @@ from django.http import JsonResponse
 from ninja import Router
 
 from refunds_admin.accounts.roles import CAN_PREPARE, has_role
-from refunds_admin.errors import Refused
+from refunds_admin.errors import Conflict, Refused
 from refunds_admin.handlers import body_too_large
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages import services as outage_services
@@ -103,6 +103,7 @@ router = Router(tags=["outages"])
         201: schemas.OutageRecorded,
         400: schemas.ApiError,
         **REFUSALS,
+        409: schemas.ApiError,
         413: schemas.ApiError,
     },
     openapi_extra=json_body(
@@ -114,7 +115,9 @@ router = Router(tags=["outages"])
 def outages(request):
     """Record an outage: one failure across the listed tournaments, all or nothing. A 400 lists
     a problem per unknown or snapshot-less tournament (by its external id) and per bad field.
-    The same call again (a retry) answers 200 with the outage already recorded."""
+    The same call again (a retry) answers 200 with the outage already recorded; the same
+    failure time, cause and tournaments with another description, a 409 naming `description`
+    (nothing is changed)."""
     # Who (the token, checked before this runs), may they, and how much: all before any work
     # on the body.
     client = request.auth
@@ -139,6 +142,8 @@ def outages(request):
         )
     except PermissionDenied as e:
         return _error(403, str(e) or "This client's user may not record outages.")
+    except Conflict as e:
+        return _error(409, e.message, e.problems)
     except Refused as e:
         return _error(400, e.message, e.problems)
     members = outage_services.incidents_of(outage)

@@ -194,7 +194,12 @@ class OutageReport(BaseModel):
         description="ISO 8601 with an offset from -12:00 to +14:00, from 2000-01-01, not in the future."
     )
     cause: Literal[tuple(Incident.Cause.values)]  # type: ignore[valid-type]
-    description: str = ""
+    description: str = Field(
+        "",
+        description="What happened, free text. The same failed_at, cause and external_ids again "
+        "is a retry of the outage recorded: with another description it is a 409 naming "
+        "`description`, and nothing is changed.",
+    )
     external_ids: list[Annotated[str, _id()]] = Field(
         min_length=1,
         max_length=MAX_TOURNAMENTS,

@@ -10,6 +10,7 @@ from django.test import Client
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
+from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
 from refunds_admin.outages.models import Outage
 from refunds_admin.tournaments.services import create_api_client
@@ -118,6 +119,35 @@ def test_the_same_call_again_answers_200_with_the_outage_already_recorded(api, t
     # A different set of tournaments at the same time is another call: refused, not merged.
     other = _post(api, {**body, "external_ids": ["A-1"]}, token)
     assert other.status_code == 400 and "already has an incident" in other.content.decode()
+
+
+def test_the_same_outage_again_with_another_description_is_a_409_naming_it(api, token, support):
+    # Found by the platform's trial: the retry answered 200 with the first outage and its new
+    # description was dropped without a word.
+    for x in ("A-1", "A-2"):
+        import_doc(support, external_id=x)
+    body = _body(["A-1", "A-2"])
+    first = _post(api, body, token)
+    assert first.status_code == 201
+    events = AuditEvent.objects.count()
+    for other in (
+        {**body, "description": "Data centre B lost power"},
+        _without(body, "description"),
+    ):
+        again = _post(api, other, token)
+        assert again.status_code == 409, again.content
+        data = again.json()
+        assert f"Outage {first.json()['id']} was already recorded" in data["error"]
+        assert [p["field"] for p in data["problems"]] == ["description"]
+        assert "'Data centre A lost power'" in data["problems"][0]["message"]
+    # Nothing changed, nothing was audited; the same call as the first still answers 200.
+    assert Outage.objects.get().description == "Data centre A lost power"
+    assert Outage.objects.count() == 1 and AuditEvent.objects.count() == events
+    assert _post(api, body, token).status_code == 200
+
+
+def _without(body, field):
+    return {k: v for k, v in body.items() if k != field}
 
 
 def test_a_client_without_the_role_is_refused_before_its_body_is_read(api, token, support):
