@@ -126,16 +126,36 @@ def _unexpected(request, exc):
     raise exc  # Django's handlers (refunds_admin/handlers.py) answer and log it
 
 
-def _json_not_allowed(view):
-    """ninja answers a method an address does not serve with a plain-text 405; ours is JSON,
-    naming the methods it does serve (in Allow)."""
+def _api_methods(view):
+    """HEAD is served as GET without the body (RFC 9110, as Django's require_safe serves it):
+    ninja serves only the methods an operation names, so a HEAD on a read was a 405, and a
+    client or monitor checking that an address answers got a refusal. And ninja answers a
+    method an address does not serve with a plain-text 405; ours is JSON, naming the methods it
+    does serve (in Allow)."""
 
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
-        response = view(request, *args, **kwargs)
+        head = request.method == "HEAD"
+        if head:
+            request.method = "GET"  # for the view only: the logs and middleware see HEAD
+        try:
+            response = view(request, *args, **kwargs)
+        finally:
+            if head:
+                request.method = "HEAD"
         if isinstance(response, HttpResponseNotAllowed):
-            allowed = response["Allow"]
-            return api_error(405, f"Only {allowed} is allowed here.", Allow=allowed)
+            allowed = [m.strip() for m in response["Allow"].split(",")]
+            if "GET" in allowed:
+                allowed.append("HEAD")
+            return api_error(
+                405, f"Only {' or '.join(allowed)} is allowed here.", Allow=", ".join(allowed)
+            )
+        if head and not response.streaming:
+            # The GET's headers, its length included, and no body: the servers leave a HEAD's
+            # body out too (gunicorn, runserver), but not every WSGI host does.
+            length = len(response.content)
+            response.content = b""
+            response["Content-Length"] = str(length)
         return response
 
     return wrapper
@@ -150,9 +170,10 @@ def _patterns():
         view = pattern.callback
         if pattern.name == "openapi-json":
             # ninja's schema view serves GET alone but is not CSRF-exempt like the operations:
-            # a POST met Django's HTML CSRF page instead of the API's JSON 405.
+            # a POST met Django's HTML CSRF page instead of the API's JSON 405. (HEAD:
+            # _api_methods serves it as GET, here as for the operations.)
             view = csrf_exempt(require_GET(view))
-        pattern.callback = _json_not_allowed(view)
+        pattern.callback = _api_methods(view)
         out.append(pattern)
     return out
 

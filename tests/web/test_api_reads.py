@@ -141,13 +141,38 @@ def test_reads_need_a_token_and_a_role_that_may_read(api, support, manager):
         assert refused.status_code == 403 and "may not read" in refused.json()["error"]
 
 
-def test_a_read_answers_only_get_in_json(api, support):
+def test_a_read_answers_only_get_and_head_in_json(api, support):
     proposal = draft_proposal(support)
     response = api.post(
         f"/api/proposals/{proposal.pk}", headers={"Authorization": f"Bearer {_token(support)}"}
     )
-    assert response.status_code == 405 and response["Allow"] == "GET"
-    assert response.json()["error"] == "Only GET is allowed here."
+    assert response.status_code == 405 and response["Allow"] == "GET, HEAD"
+    assert response.json()["error"] == "Only GET or HEAD is allowed here."
+
+
+def test_head_on_every_read_answers_as_its_get_without_the_body(api, support, manager):
+    # Found by the platform's trial: HEAD on a read was a 405 (ninja serves only the methods an
+    # operation names), where HTTP says it is GET without the body.
+    proposal = posted_proposal(support, manager, external_id="UP/7")
+    token = _token(support)
+    headers = {"Authorization": f"Bearer {token}"}
+    reads = [
+        "/api/tournaments/UP/7/incidents",
+        f"/api/proposals/{proposal.pk}",
+        f"/api/proposals/{proposal.pk}/posting",
+        f"/api/proposals/{proposal.pk}/statements/e1",
+        "/api/schema",
+        "/api/tournaments/NOPE/incidents",  # a 404 is the GET's 404
+    ]
+    for url in reads:
+        get, head = api.get(url, headers=headers), api.head(url, headers=headers)
+        assert head.status_code == get.status_code, (url, head.content)
+        assert get.status_code in (200, 404) and head["Content-Type"] == "application/json"
+        assert head["Content-Length"] == str(len(get.content)) and head.content == b"", url
+    # Without a token: the GET's 401. On an operation that only POSTs: the JSON 405.
+    assert api.head(f"/api/proposals/{proposal.pk}").status_code == 401
+    refused = api.head("/api/outages", headers=headers)
+    assert refused.status_code == 405 and refused["Allow"] == "POST"
 
 
 @pytest.mark.parametrize("raw", ["null,null", "0", "99999999999999999999"])

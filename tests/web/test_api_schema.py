@@ -83,5 +83,5 @@ def test_it_answers_another_method_with_the_apis_json_405(support, method):
     response = getattr(Client(enforce_csrf_checks=True), method)(
         "/api/schema", headers={"Authorization": f"Bearer {token}"}
     )
-    assert response.status_code == 405 and response["Allow"] == "GET"
-    assert response.json()["error"] == "Only GET is allowed here."
+    assert response.status_code == 405 and response["Allow"] == "GET, HEAD"
+    assert response.json()["error"] == "Only GET or HEAD is allowed here."

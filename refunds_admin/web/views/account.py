@@ -131,7 +131,7 @@ def _next_url(request):
 
 @never_cache  # a page about the second factor: nothing of it stays in a cache
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def mfa_verify(request):
     """The second step of signing in for managers and superusers: a current code from the app
     verifies this session (django-otp), which every money decision requires."""
@@ -161,7 +161,7 @@ def mfa_verify(request):
 
 @never_cache  # shows the authenticator's secret key and QR code
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def mfa_enrol(request):
     """Enrol an authenticator app: scan the QR code, type a code to confirm it."""
     device = mfa.confirmed_device(request.user)

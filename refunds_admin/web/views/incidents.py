@@ -31,7 +31,7 @@ from ..forms import (
 
 
 @role_required(CAN_PREPARE)
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def incident_new(request):
     refused = None
     if request.method == "POST":

@@ -61,7 +61,7 @@ def statement_retry(request, pk):
     return redirect("statement_outbox", pk=proposal.pk)
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @role_required(CAN_READ)
 def notification_settings(request):
     """Each user turns each kind of staff e-mail on or off."""

@@ -116,7 +116,7 @@ def _candidates_context(form):
 
 
 @role_required(CAN_PREPARE)
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def outage_new(request):
     refused = None
     if request.method == "POST":
@@ -413,7 +413,7 @@ def _seen(request):
 
 
 @role_required(CAN_READ)
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @money_decision
 def outage_review(request, pk):
     """Every proposal of the outage on one page; a manager approves all of them (or the selection

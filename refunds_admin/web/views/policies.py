@@ -133,7 +133,7 @@ def policy_version_detail(request, pk):
 
 
 @role_required(CAN_DECIDE)
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @money_decision
 def policy_propose(request):
     """A new version of a policy (or a new policy), from a file or from its fields."""

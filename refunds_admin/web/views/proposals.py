@@ -620,11 +620,13 @@ def proposal_submit(request, pk):
 
 
 @role_required(CAN_READ)
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @money_decision
 def proposal_approval(request, pk):
     proposal = get_proposal_for(request, pk)
-    if request.method == "GET":
+    # Anything but a POST (GET, HEAD) shows the page: only a POST reaches the decision, and only
+    # a POST is checked by money_decision.
+    if request.method != "POST":
         return _approval_page(request, proposal)
     if not has_role(request.user, CAN_DECIDE):
         raise PermissionDenied("Only a manager may approve a proposal.")

@@ -281,7 +281,7 @@ def _attach_csv_problems(form, problems):
 
 
 @role_required(CAN_PREPARE)
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def tournament_import(request):
     """Upload a snapshot JSON, or fill the CSV form. All or nothing: on any problem nothing is
     stored and every problem is listed next to its row or field."""
