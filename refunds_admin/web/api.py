@@ -45,6 +45,20 @@ def _declared_length(request):
         return 0
 
 
+def unframed_body(request):
+    """The 411 for a body sent with Transfer-Encoding (chunked) and no Content-Length that the
+    server did not de-chunk, or None. Django reads Content-Length bytes, so it would read such a
+    body as empty and the refusal would be "an empty document". Under gunicorn the body arrives
+    with its length (refunds_admin/wsgi.py); runserver and the test servers cannot do that."""
+    if request.META.get("HTTP_TRANSFER_ENCODING") and not request.META.get("CONTENT_LENGTH"):
+        return _error(
+            411,
+            "This server cannot read a chunked request body: send it with a Content-Length.",
+            [("header.Content-Length", "is required: the body's size in bytes")],
+        )
+    return None
+
+
 def json_body(model, description):
     """The operation's request body as the document shows it: described by `model`, read raw by
     the view (so the stored bytes and the error messages stay the engine's)."""
@@ -70,6 +84,7 @@ router = Router(tags=["snapshots"])
         201: schemas.SnapshotImported,
         400: schemas.ApiError,
         **REFUSALS,
+        411: schemas.ApiError,
         413: schemas.ApiError,
     },
     openapi_extra=json_body(
@@ -83,6 +98,8 @@ def snapshots(request):
     """Import one tournament-snapshot/1 document (the request body, stored byte for byte).
     Every answer, refusals included, is JSON."""
     client = request.auth
+    if unframed := unframed_body(request):
+        return unframed
     # Refused before the body is read: the declared size is enough to know.
     if _declared_length(request) > MAX_DOCUMENT_BYTES:
         return too_large()

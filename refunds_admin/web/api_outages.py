@@ -21,7 +21,7 @@ from refunds_admin.payouts.money import json_type
 from refunds_admin.payouts.snapshot import parse_timestamp
 
 from . import api_schemas as schemas
-from .api import REFUSALS, _declared_length, _error, json_body
+from .api import REFUSALS, _declared_length, _error, json_body, unframed_body
 from .api_schemas import MAX_TOURNAMENTS
 
 FIELDS = ("failed_at", "cause", "description", "external_ids")
@@ -104,6 +104,7 @@ router = Router(tags=["outages"])
         400: schemas.ApiError,
         **REFUSALS,
         409: schemas.ApiError,
+        411: schemas.ApiError,
         413: schemas.ApiError,
     },
     openapi_extra=json_body(
@@ -123,6 +124,8 @@ def outages(request):
     client = request.auth
     if not has_role(client.acting_user, CAN_PREPARE):
         return _error(403, f"{client.acting_user.get_username()} may not record outages.")
+    if unframed := unframed_body(request):
+        return unframed
     if _declared_length(request) > MAX_BODY_BYTES:
         return _too_large()
     body = request.read(MAX_BODY_BYTES + 1)  # (a body without a declared length, too)
