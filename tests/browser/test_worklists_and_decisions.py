@@ -248,6 +248,28 @@ def test_it_fixes_the_incident_form_and_timeline(open_as, support, manager, tmp_
     )
 
 
+def test_it_empties_the_rule_preview_when_the_failure_time_is_cleared(open_as, support, tmp_path):
+    """Clearing the failure time replaces the rule shown for the old time by a line saying a
+    failure time is needed (htmx's check of the form's required fields used to stop the
+    request, leaving the old rule on the page); typing a time again brings a rule back."""
+    tournament = incidents.import_snapshot(
+        snapshot_file(tmp_path, external_id="UP-FORM-CLEAR").read_bytes(),
+        acting_user=support,
+        source="upload",
+    ).tournament
+    page = open_as(support)
+    page.goto(f"/incidents/new/?tournament={tournament.pk}")
+    assert "Rule 2" in page.inner_text("#rule-preview")
+    typed = page.input_value("#id_failed_at")
+
+    page.fill("#id_failed_at", "")
+    expect(page.locator("#preview-needs-time")).to_contain_text("A failure time is needed")
+    expect(page.locator("#rule-preview")).not_to_contain_text("Rule 2")
+
+    page.fill("#id_failed_at", typed)
+    expect(page.locator("#rule-preview")).to_contain_text("Rule 2")
+
+
 def test_it_fixes_audit_time_exports_and_display(
     open_as, support, other_manager, auditor, tmp_path, request
 ):

@@ -493,8 +493,9 @@ def test_it_prefills_whole_minutes_and_previews_the_rule_at_once(client, support
 def test_it_keeps_the_csrf_token_out_of_the_preview_url(client, support):
     client.force_login(support)
     page = _page(client, "incident_new")
-    form = page.split('id="incident-form"')[1].split(">")[0]
-    assert 'hx-params="tournament,failed_at,before_start_confirmed"' in form
+    # The block that asks for the preview (not the form: see incident_form.html).
+    asker = page.split('id="incident-fields"')[1].split(">")[0]
+    assert 'hx-params="tournament,failed_at,before_start_confirmed"' in asker
 
 
 # --------------------------------------------------------------------------------------------

@@ -51,6 +51,19 @@ def test_it_previews_the_rule_as_the_failure_time_is_typed(client, support, tour
 
 
 @pytest.mark.django_db
+def test_it_says_a_failure_time_is_needed_when_the_time_is_cleared(client, support, tournament):
+    client.force_login(support)
+    response = client.get(
+        reverse("incident_preview"),
+        {"tournament": tournament.pk, "failed_at": ""},
+        HTTP_HX_REQUEST="true",
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="rule-preview"')
+    assert "A failure time is needed" in body and "Rule " not in body
+
+
+@pytest.mark.django_db
 def test_it_records_an_incident_typed_in_local_time_as_utc(client, support, tournament):
     client.force_login(support)
     client.post(reverse("set_timezone"), {"tz": "Asia/Manila"})  # UTC+8
