@@ -3,6 +3,7 @@ review and approval with the password, the posting progress and the report."""
 
 import csv
 import io
+import re
 from datetime import timedelta
 
 import pytest
@@ -376,3 +377,22 @@ def test_the_posting_summary_counts_what_its_rows_say(client, support, manager):
     assert "1 stalled, resuming" in summary and "running" not in summary
     assert f"{len(rest)} queued" in summary
     assert "Stalled, resuming" in page.split('id="posting-rows"', 1)[1]
+
+
+def test_the_outage_form_and_page_default_to_whole_minutes_as_the_incident_form(
+    client, support, time_machine
+):
+    """The default failure time (and resumption time) is now in whole minutes, as on the
+    incident form: typing 14:05 must not keep the seconds of the moment the page opened."""
+    time_machine.move_to(timezone.now().replace(second=27, microsecond=0), tick=False)
+    o = outage(support, failed_ago=timedelta(minutes=5))
+    login(client, support)
+    whole_minute = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+    form = client.get("/outages/new/").content.decode()
+    value = re.search(r'name="failed_at" value="([^"]+)"', form).group(1)
+    assert whole_minute.fullmatch(value), value
+    incident_form = client.get("/incidents/new/").content.decode()
+    assert value == re.search(r'name="failed_at" value="([^"]+)"', incident_form).group(1)
+    page = client.get(f"/outages/{o.pk}/").content.decode()
+    resumed = re.search(r'name="resumed_at" value="([^"]+)"', page).group(1)
+    assert whole_minute.fullmatch(resumed), resumed

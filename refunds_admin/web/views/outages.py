@@ -43,7 +43,8 @@ RULES_PREVIEWED = 50
 
 
 def _now_local():
-    return timezone.localtime().replace(microsecond=0)
+    # Whole minutes, as on the incident form: typing 14:05 must not keep the seconds of "now".
+    return timezone.localtime().replace(second=0, microsecond=0)
 
 
 OUTAGE_COLUMNS = [
@@ -143,7 +144,7 @@ def outage_new(request):
         probe = form
     else:
         data = request.GET.copy()
-        data.setdefault("failed_at", _now_local().strftime("%Y-%m-%dT%H:%M:%S"))
+        data.setdefault("failed_at", _now_local().strftime("%Y-%m-%dT%H:%M"))
         data.setdefault("cause", Incident.Cause.SERVER_CRASH)
         probe = OutageForm(data)
         probe.is_valid()  # only to read the failure time for the candidates
