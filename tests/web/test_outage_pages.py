@@ -396,3 +396,22 @@ def test_the_outage_form_and_page_default_to_whole_minutes_as_the_incident_form(
     page = client.get(f"/outages/{o.pk}/").content.decode()
     resumed = re.search(r'name="resumed_at" value="([^"]+)"', page).group(1)
     assert whole_minute.fullmatch(resumed), resumed
+
+
+def test_reviewing_the_picked_proposals_with_none_ticked_says_so_and_keeps_the_list(
+    client, support, manager
+):
+    o = prepared_outage(support)
+    proposals = batches.live_proposals(o)
+    login(client, manager)
+    page = client.get(f"/outages/{o.pk}/review/").content.decode()
+    # The button names itself in the query, so an empty pick is told from "show every one".
+    button = page.split("Review only the picked proposals")[0].rsplit("<button", 1)[1]
+    assert 'name="picked"' in button
+    response = client.get(f"/outages/{o.pk}/review/", {"picked": "1"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="none-picked"' in body and "No proposal was ticked" in body
+    assert "Showing the" not in body  # not presented as a selection
+    assert all(f'name="only" value="{p.pk}"' in body for p in proposals)  # the list is kept
+    assert f"Approve all {len(proposals)} proposals" in body

@@ -463,6 +463,9 @@ def outage_review(request, pk):
     context = {
         "outage": outage,
         "only": only,
+        # "Review only the picked proposals" pressed with no box ticked: said, not taken for
+        # "show every proposal" without a word.
+        "none_picked": only is None and "picked" in request.GET,
         **data,
         "display_rows": _review_display(data["rows"]),
         "own": own,
