@@ -31,7 +31,9 @@ class OutageForm(forms.Form):
 
 class OutageResumedForm(forms.Form):
     resumed_at = local_datetime_field("Play resumed at")
-    incidents = forms.TypedMultipleChoiceField(coerce=int, choices=(), required=False)
+    incidents = forms.TypedMultipleChoiceField(
+        label="Tournaments where play resumed", coerce=int, choices=(), required=False
+    )
 
     def __init__(self, *args, incident_ids=(), **kwargs):
         super().__init__(*args, **kwargs)

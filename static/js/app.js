@@ -29,6 +29,10 @@ document.addEventListener("submit", function (event) {
   var form = event.target;
   var question = form.getAttribute && form.getAttribute("data-confirm");
   if (!question) return;
+  // <form data-confirm="..." data-confirm-if="input[name=incidents]:checked">: asked only when
+  // something is chosen. With nothing ticked there is nothing to confirm; the server says so.
+  var needs = form.getAttribute("data-confirm-if");
+  if (needs && !form.querySelector(needs)) return;
   if (form.dataset.sending === "1") {
     event.preventDefault();
     event.stopImmediatePropagation();

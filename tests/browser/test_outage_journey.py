@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from refunds_admin.outages.models import Outage
 from refunds_admin.proposals.models import PayoutProposal
-from tests.support.factories import import_doc, sunday_major_doc, totp_code
+from tests.support.factories import import_doc, outage, sunday_major_doc, totp_code
 
 from .conftest import shot
 
@@ -104,3 +104,21 @@ def test_it_handles_an_outage_of_three_tournaments_from_recording_to_the_report(
         mpage.click("#report-csv")
     text = open(download.value.path(), encoding="utf-8-sig").read()
     assert all(x in text for x in AFFECTED) and "UNRELATED-9" not in text
+
+
+def test_marking_resumed_with_nothing_ticked_asks_nothing_and_says_so(open_as, support):
+    """With no tournament ticked there is nothing to confirm: the page says that no tournament
+    was ticked, in staff words; with one ticked, the question comes first."""
+    recorded = outage(support, failed_ago=timedelta(minutes=5))
+    page = open_as(support)
+    page.goto(f"/outages/{recorded.pk}/")
+    page.click("#mark-resumed")
+    expect(page.locator(".messages")).to_contain_text("No tournament was ticked")
+    assert page.confirmations == []
+    assert "none chosen" not in page.inner_text("main")
+
+    page.say_yes = False
+    page.locator("#resumed-form input[name=incidents]").first.check()
+    page.click("#mark-resumed")
+    expect(page.locator("#resumed-form input[name=incidents]")).to_have_count(3)
+    assert page.confirmations[-1].startswith("Mark play resumed on the ticked tournaments?")

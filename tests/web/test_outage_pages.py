@@ -415,3 +415,21 @@ def test_reviewing_the_picked_proposals_with_none_ticked_says_so_and_keeps_the_l
     assert "Showing the" not in body  # not presented as a selection
     assert all(f'name="only" value="{p.pk}"' in body for p in proposals)  # the list is kept
     assert f"Approve all {len(proposals)} proposals" in body
+
+
+def test_marking_resumed_with_no_tournament_ticked_says_so_in_staff_words(client, support):
+    o = outage(support, failed_ago=timedelta(minutes=5))
+    login(client, support)
+    page = client.get(f"/outages/{o.pk}/").content.decode()
+    # Nothing ticked, nothing to confirm: app.js asks only when a tournament is ticked.
+    form = page.split('id="resumed-form"')[1].split(">")[0]
+    assert 'data-confirm-if="input[name=incidents]:checked"' in form
+    response = client.post(
+        f"/outages/{o.pk}/resumed/",
+        {"resumed_at": _local(timezone.now() - timedelta(minutes=1))},
+        follow=True,
+    )
+    body = response.content.decode()
+    assert "No tournament was ticked" in body
+    assert "none chosen" not in body and "incidents:" not in body
+    assert o.members.filter(incident__status="resumed").count() == 0

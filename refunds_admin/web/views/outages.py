@@ -267,6 +267,13 @@ def outage_resumed(request, pk):
     def perform(outage):
         ids = [i.pk for i in outage_services.incidents_of(outage)]
         data = _form_or_refuse(OutageResumedForm(request.POST, incident_ids=ids))
+        if not data["incidents"]:
+            # In the page's words, not the service's field name ("incidents: none chosen").
+            raise Refused(
+                "No tournament was ticked, so nothing was marked resumed. Tick the tournaments "
+                "where play resumed (the Resumed? column), then press "
+                "“Mark the ticked tournaments resumed”."
+            )
         outage_services.mark_resumed(
             outage, data["incidents"], resumed_at=data["resumed_at"], acting_user=request.user
         )
