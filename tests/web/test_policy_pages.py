@@ -270,3 +270,21 @@ def test_no_version_page_offers_a_new_version_while_one_waits_for_a_decision(
     policies.reject_policy_version(waiting, acting_user=other_manager, reason="not yet")
     page = _get(client, reverse("policy_version_detail", args=[current.pk]))
     assert "Propose a new version based on this one" in page
+
+
+def test_only_the_version_in_force_carries_the_default_policy_badge(client, manager, other_manager):
+    """A proposed version of the default policy is not in force: it says it is a version of
+    the default policy and which version is in force, without the badge of the one in force."""
+    default = policies.default_policy()
+    current = policies.current_version(default)
+    waiting = proposed_policy_version(
+        manager, policy_doc(default.id, **{"full_refund.within_minutes": 10})
+    )
+    client.force_login(other_manager)
+    page = _get(client, reverse("policy_version_detail", args=[waiting.pk]))
+    assert "default policy</span>" not in page and 'id="default-badge"' not in page
+    note = page.split('id="default-note"', 1)[1].split("</small>", 1)[0]
+    assert "not in force" in note and f"v{current.version}" in note
+    page = _get(client, reverse("policy_version_detail", args=[current.pk]))
+    assert 'id="default-badge"' in page and "default policy</span>" in page
+    assert 'id="default-note"' not in page

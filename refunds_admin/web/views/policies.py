@@ -93,6 +93,14 @@ def _version_page(
     # One version of a policy waits for a decision at a time: proposing the next one is
     # refused until then, so the page says so rather than offering the form.
     waiting = next((v for v in versions if v.status == Status.PROPOSED), None)
+    # The badge "default policy" belongs to the version in force (the default policy's current
+    # approved version), not to a proposed, rejected or earlier version of that policy.
+    of_default_policy = policy_services.default_policy().id == version.policy_id
+    in_force = max(
+        (v for v in versions if v.status == Status.APPROVED),
+        key=lambda v: v.version,
+        default=None,
+    )
     return render(
         request,
         "web/policy_version.html",
@@ -105,7 +113,9 @@ def _version_page(
             "changes": describe.differences(previous.engine() if previous else None, policy),
             "versions": versions,
             "waiting": waiting,
-            "is_default": policy_services.default_policy().id == version.policy_id,
+            "is_default": of_default_policy and in_force is not None and in_force.pk == version.pk,
+            "of_default_policy": of_default_policy,
+            "in_force": in_force,
             "may_decide": may_decide,
             "own_version": version.proposed_by_id == user.pk,
             "may_propose": has_role(user, CAN_DECIDE) and waiting is None,
