@@ -65,6 +65,12 @@ Status = PayoutProposal.Status
 DECIDED = (Status.APPROVED, Status.POSTING, Status.POSTED, Status.FAILED)
 
 
+class RulesCannotApply(Refused):
+    """The payout rules refuse this snapshot under this policy (rule 2 with fewer than two
+    active entries, a guaranteed part above first prize, a pool smaller than the guaranteed
+    parts): nothing typed is wrong, a manager must decide how the players are paid."""
+
+
 class ReplayResult(NamedTuple):
     matches: bool
     stored_fingerprint: str
@@ -90,7 +96,7 @@ def _compute(
             policy=policy_version.engine(),
         )
     except SnapshotError as e:
-        raise Refused(
+        raise RulesCannotApply(
             "The payout rules cannot be applied to this snapshot automatically.",
             problems=[(p.field, p.message) for p in e.problems],
         ) from None

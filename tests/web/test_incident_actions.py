@@ -260,3 +260,36 @@ def test_a_stale_incident_page_does_not_pull_back_a_current_submission(client, s
     assert PayoutProposal.objects.filter(incident=proposal.incident).count() == 1
     page = response.content.decode()
     assert "waiting for a manager" in page and f"v{proposal.version}" in page
+
+
+@pytest.mark.django_db
+def test_a_refusal_to_apply_the_policy_says_what_to_do_next(client, support, manager):
+    """Four active entries each owed their $30 buy-in back from a $90 prize table: rule 2
+    cannot be applied automatically. The refusal goes on to say what staff can do about it,
+    with links to where it is done."""
+    from tests.support.factories import cancelled_incident, snapshot_doc
+
+    doc = snapshot_doc("T-SMALL-POOL")
+    doc["tournament"]["prizes"] = [
+        {"place": 1, "amount": "50.00"},
+        {"place": 2, "amount": "40.00"},
+    ]
+    incident = cancelled_incident(support, doc=doc)
+    client.force_login(support)
+    response = client.post(reverse("incident_prepare", args=[incident.pk]), follow=True)
+    body = response.content.decode()
+    assert "cannot be applied automatically" in body
+    step = body.split('id="refused-next-step"', 1)[1].split("</p>", 1)[0]
+    assert "Ask a manager" in step
+    tournament_page = reverse("tournament_detail", args=[incident.tournament.pk])
+    assert f'href="{tournament_page}#tournament-policy-form"' in step
+    assert "Change the policy" in step
+    assert "Confirm management's finding" in step.replace("&#x27;", "'")
+    assert "import the corrected snapshot" in step and "prepare the proposal again" in step
+    # A manager is told what they can do themselves, with a link to the finding's form.
+    client.force_login(manager)
+    response = client.post(reverse("incident_prepare", args=[incident.pk]), follow=True)
+    body = response.content.decode()
+    step = body.split('id="refused-next-step"', 1)[1].split("</p>", 1)[0]
+    assert "Ask a manager" not in step and "you can" in step
+    assert 'href="#finding-form"' in step and 'id="finding-form"' in body

@@ -1,6 +1,8 @@
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -349,6 +351,53 @@ def incident_prepare(request, pk):
         )
     except Refused as exc:
         messages.error(request, f"The proposal could not be prepared: {exc}")
+        if isinstance(exc, proposal_services.RulesCannotApply):
+            messages.warning(request, _when_the_rules_cannot_apply(request.user, incident))
         return redirect("incident_detail", pk=pk)
     messages.success(request, f"Proposal version {proposal.version} prepared.")
     return redirect("proposal_detail", pk=proposal.pk)
+
+
+def _when_the_rules_cannot_apply(user, incident):
+    """What staff can do when the policy's rules refuse the snapshot (docs/policies.md): a
+    manager puts the tournament under a version that can be applied, or confirms management's
+    finding (rule 1 pays back what was paid, whatever the pool); a wrong prize table is
+    corrected by importing the snapshot again. Each where it is done, for this person's role."""
+    manager = has_role(user, CAN_DECIDE)
+    tournament = incident.tournament
+    policy_link = format_html(
+        '<a href="{}#tournament-policy-form">Change the policy</a> on the tournament page',
+        reverse("tournament_detail", args=[tournament.pk]),
+    )
+    finding = tournament.policy_version.engine().management_finding
+    if not finding or incident.site_wide_issue:
+        confirm = ""
+    elif manager:
+        confirm = format_html(
+            ", or, if management finds “{}”, confirm that finding "
+            '(<a href="#finding-form">Confirm management\'s finding</a> on this page) so that '
+            "{} applies",
+            finding,
+            rule_label(FULL_REFUND),
+        )
+    else:
+        confirm = format_html(
+            ", or, if management finds “{}”, confirm that finding (Confirm "
+            "management's finding, on this incident page) so that {} applies",
+            finding,
+            rule_label(FULL_REFUND),
+        )
+    who = (
+        "Decide how these players are paid: you can"
+        if manager
+        else "Ask a manager to decide how these players are paid: a manager can"
+    )
+    return format_html(
+        '<span id="refused-next-step">{} put the tournament under a policy version that can be '
+        "applied ({}){}. If the snapshot's prize table is wrong, import the corrected snapshot "
+        '(<a href="{}">Import a snapshot</a>). Then prepare the proposal again.</span>',
+        who,
+        policy_link,
+        confirm,
+        reverse("tournament_import"),
+    )
