@@ -122,3 +122,27 @@ def test_marking_resumed_with_nothing_ticked_asks_nothing_and_says_so(open_as, s
     page.click("#mark-resumed")
     expect(page.locator("#resumed-form input[name=incidents]")).to_have_count(3)
     assert page.confirmations[-1].startswith("Mark play resumed on the ticked tournaments?")
+
+
+def test_clearing_the_failure_time_empties_the_list_of_running_tournaments(open_as, support):
+    """The list of running tournaments belongs to the failure time typed: once it is cleared the
+    list goes (htmx's check of the form's required fields used to stop the request, leaving the
+    old time's tournaments listed, ready to be ticked), and typing a time brings it back."""
+    import_doc(support, sunday_major_doc("OUT-CLEAR-1", entries=20, active=8))
+    page = open_as(support)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/candidates" in r.url else None)
+    page.goto("/outages/new/")
+    failed_at = timezone.now().replace(second=0, microsecond=0) - timedelta(minutes=40)
+    typed = failed_at.strftime("%Y-%m-%dT%H:%M")
+    page.fill("#id_failed_at", typed)
+    expect(page.locator("#candidates")).to_contain_text("OUT-CLEAR-1")
+
+    page.fill("#id_failed_at", "")
+    expect(page.locator("#candidates")).to_contain_text("Type when play failed")
+    expect(page.locator("input.candidate")).to_have_count(0)
+
+    page.fill("#id_failed_at", typed)
+    expect(page.locator("#candidates")).to_contain_text("OUT-CLEAR-1")
+    # The form's CSRF token never travels in the list's address (logs, history).
+    assert asked and not [url for url in asked if "csrfmiddlewaretoken" in url]
