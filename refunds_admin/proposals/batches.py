@@ -130,6 +130,14 @@ def _heartbeat_every():
     return max(0.5, settings.OUTAGE_PREPARE_STALE_AFTER / 5)
 
 
+RULES_NEXT_STEP = (
+    "a manager puts the tournament under a policy version that can be applied (Change the "
+    "policy, on its tournament page), or confirms management's finding for the outage (on this "
+    "page: rule 1, a full refund, for every tournament); if the snapshot's prize table is wrong, "
+    "import the corrected snapshot. Then prepare every proposal again."
+)
+
+
 def _prepare_one(incident, user):
     """(outcome, proposal, message, problems) for one tournament; each change in its own
     transaction so that a refusal leaves the others alone."""
@@ -152,6 +160,11 @@ def _prepare_one(incident, user):
             if live is None or stale:
                 live = services.prepare_proposal(incident, acting_user=user)
             live = services.submit_proposal(live, acting_user=user)
+    except services.RulesCannotApply as exc:
+        # Nothing typed is wrong: someone must decide how these players are paid (as the
+        # incident page says after the same refusal).
+        problems = [[w, m] for w, m in exc.problems] + [["what to do", RULES_NEXT_STEP]]
+        return Outcome.REFUSED, None, exc.message, problems
     except Refused as exc:
         return Outcome.REFUSED, None, exc.message, [[w, m] for w, m in exc.problems]
     message = (

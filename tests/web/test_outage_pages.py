@@ -433,3 +433,21 @@ def test_marking_resumed_with_no_tournament_ticked_says_so_in_staff_words(client
     assert "No tournament was ticked" in body
     assert "none chosen" not in body and "incidents:" not in body
     assert o.members.filter(incident__status="resumed").count() == 0
+
+
+def test_a_tournament_whose_policy_cannot_be_applied_says_what_to_do_next(client, support):
+    """The batch prepare refuses a tournament whose prize table is smaller than the buy-ins
+    owed back: its row says what staff can do about it, and links its tournament page."""
+    small_pool = {"prizes": [{"place": 1, "amount": "50.00"}, {"place": 2, "amount": "40.00"}]}
+    o = prepared_outage(support, docs={"OUT-2": small_pool})
+    client.force_login(support)
+    page = client.get(f"/outages/{o.pk}/").content.decode()
+    row = page.split('id="prepare-results"', 1)[1].split("OUT-2", 1)[1].split("</tr>", 1)[0]
+    assert "cannot be applied automatically" in row
+    assert "what to do" in row and "confirms management" in row and "prepare every" in row
+    tournament = (
+        Outage.objects.get(pk=o.pk)
+        .members.get(incident__tournament__external_id="OUT-2")
+        .incident.tournament
+    )
+    assert f'href="/tournaments/{tournament.pk}/">OUT-2' in page
