@@ -10,25 +10,21 @@ document".
 import hashlib
 import http.client
 import json
-import os
-import signal
 import socket
-import subprocess
 import sys
 import threading
-import time
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
 
 from refunds_admin.outages.models import Outage
 from refunds_admin.tournaments.models import Snapshot
 from refunds_admin.tournaments.services import create_api_client
+from tests.support import servers
 from tests.support.factories import dumps, import_doc, snapshot_doc
 from tests.support.posting_support import worker_database_url
-from tests.web.test_serve import HTTPS, _production_env
+from tests.support.servers import HTTPS
+from tests.web.test_api_outages import _body as outage_body
 
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +65,7 @@ def gunicorn(transactional_db, tmp_path):
     18700-18799; stopped (its process group) afterwards."""
     port = _port()
     log_path = tmp_path / "gunicorn.log"
-    env = _production_env(
+    env = servers.production_env(
         DATABASE_URL=worker_database_url(),
         STATIC_ROOT=tmp_path / "static",
         HOST="127.0.0.1",
@@ -77,52 +73,30 @@ def gunicorn(transactional_db, tmp_path):
         WEB_CONCURRENCY=1,
         DATA_UPLOAD_MAX_MEMORY_SIZE=LIMIT,
     )
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 120
-    while True:
-        if proc.poll() is not None:
-            raise AssertionError(f"gunicorn exited {proc.returncode}:\n{log_path.read_text()}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                break
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gunicorn did not answer:\n{log_path.read_text()}")
-        time.sleep(0.3)
+    proc = servers.start(
+        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py"],
+        cwd=ROOT,
+        env=env,
+        log_path=log_path,
+        answers=lambda: _status(port, "/healthz") == 200,
+        what="gunicorn",
+        timeout=120,
+    )
     yield port
+    servers.stop(proc)
+
+
+def _status(port, path):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    except ProcessLookupError:
-        pass
+        conn.request("GET", path)
+        return conn.getresponse().status
+    finally:
+        conn.close()
 
 
 def _headers(token):
     return {**HTTPS, "Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-
-
-def _outage(ids):
-    failed_at = (timezone.now() - timedelta(minutes=12)).replace(microsecond=0)
-    return {
-        "failed_at": failed_at.isoformat().replace("+00:00", "Z"),
-        "cause": "server_crash",
-        "description": "Data centre A lost power",
-        "external_ids": ids,
-    }
 
 
 def test_gunicorn_reads_a_chunked_body_up_to_djangos_limit(gunicorn, support):
@@ -137,7 +111,7 @@ def test_gunicorn_reads_a_chunked_body_up_to_djangos_limit(gunicorn, support):
     assert snapshot.document.encode() == body
 
     import_doc(support, external_id="CHUNKED-2")
-    outage = json.dumps(_outage(["CHUNKED-1", "CHUNKED-2"])).encode()
+    outage = json.dumps(outage_body(["CHUNKED-1", "CHUNKED-2"])).encode()
     recorded = _chunked(gunicorn, "POST", "/api/outages", outage, _headers(token))
     assert recorded.status == 201, recorded.body
     assert Outage.objects.get().pk == json.loads(recorded.body)["id"]

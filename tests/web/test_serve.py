@@ -10,7 +10,6 @@ import json
 import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -21,37 +20,18 @@ import pytest
 from django.conf import global_settings
 from django.test import override_settings
 
+from tests.support import servers
 from tests.support.factories import draft_proposal
 from tests.support.posting_support import worker_database_url
+from tests.support.servers import HTTPS
 
 ROOT = Path(__file__).resolve().parents[2]
-HTTPS = {"X-Forwarded-Proto": "https"}
 
 
 def _free_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _production_env(**extra):
-    # As an operator's environment: without the browser tests' DJANGO_ALLOW_ASYNC_UNSAFE (which
-    # check --deploy rightly refuses) or a DEBUG/HOST/PORT of the developer's.
-    # (Nor the test suite's settings module, which turns DEBUG on.)
-    unset = (
-        "DEBUG", "HOST", "PORT", "DJANGO_ALLOW_ASYNC_UNSAFE", "CASHIER_URL", "CASHIER_TOKEN",
-        "DJANGO_SETTINGS_MODULE",
-    )  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k not in unset}
-    env.update(
-        SECRET_KEY=secrets.token_urlsafe(50),
-        ALLOWED_HOSTS="127.0.0.1",
-        WALLET="ledger",
-        EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
-        PYTHONUNBUFFERED="1",
-    )
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
 
 
 class Served:
@@ -76,44 +56,24 @@ class Served:
 def served(transactional_db, tmp_path):
     """`make serve` on a free port, JSON logs, two workers; stopped (whole group) afterwards."""
     port = _free_port()
-    log_path = tmp_path / "serve.log"
-    env = _production_env(
+    env = servers.production_env(
         DATABASE_URL=worker_database_url(),
         STATIC_ROOT=tmp_path / "static",
         WEB_CONCURRENCY=2,
         LOG_FORMAT="json",
     )
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            ["make", "--no-print-directory", "serve", "HOST=127.0.0.1", f"PORT={port}"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    server = Served(port, proc, log_path)
-    deadline = time.monotonic() + 180
-    while True:
-        if proc.poll() is not None:
-            raise AssertionError(f"make serve exited {proc.returncode}:\n{server.log()}")
-        try:
-            if server.request("GET", "/healthz").status == 200:
-                break
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"make serve did not answer:\n{server.log()}")
-        time.sleep(0.3)
+    server = Served(port, None, tmp_path / "serve.log")
+    server.proc = servers.start(
+        ["make", "--no-print-directory", "serve", "HOST=127.0.0.1", f"PORT={port}"],
+        cwd=ROOT,
+        env=env,
+        log_path=server.log_path,
+        answers=lambda: server.request("GET", "/healthz").status == 200,
+        what="make serve",
+        timeout=180,
+    )
     yield server
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    except ProcessLookupError:
-        pass
+    servers.stop(server.proc)
 
 
 def _children(pid):
@@ -289,7 +249,7 @@ def test_slow_clients_do_not_stall_the_server(served):
 
 
 def test_it_refuses_to_serve_without_secret_key_or_allowed_hosts(tmp_path):
-    env = _production_env()
+    env = servers.production_env()
     del env["SECRET_KEY"]
     res = subprocess.run(
         ["make", "--no-print-directory", "serve", f"PORT={_free_port()}"],
@@ -302,7 +262,7 @@ def test_it_refuses_to_serve_without_secret_key_or_allowed_hosts(tmp_path):
     assert res.returncode != 0
     assert "set SECRET_KEY" in res.stderr
 
-    env = _production_env()
+    env = servers.production_env()
     del env["ALLOWED_HOSTS"]
     res = subprocess.run(
         ["make", "--no-print-directory", "serve", f"PORT={_free_port()}"],
@@ -333,7 +293,7 @@ def test_it_passes_the_deployment_checklist():
     res = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
-        env=_production_env(DEBUG="0", ALLOWED_HOSTS="refunds.example.com"),
+        env=servers.production_env(DEBUG="0", ALLOWED_HOSTS="refunds.example.com"),
         capture_output=True,
         text=True,
         timeout=120,
