@@ -720,3 +720,20 @@ def test_the_dashboard_says_a_posting_whose_worker_died_is_stalled_as_its_page_d
     jobs = jobs[: jobs.index("</section>")]
     assert "Stalled, resuming" in jobs
     assert ">running<" not in jobs
+
+
+@pytest.mark.django_db
+def test_a_running_posting_tells_an_earlier_attempts_error_as_earlier(client, support, manager):
+    """A posting running again after a failed attempt still holds that attempt's error: the
+    pages say it is an earlier attempt's, not an error of the run under way."""
+    from refunds_admin.ledger.models import PostingJob
+    from tests.support.factories import partly_posted_proposal
+
+    proposal = partly_posted_proposal(support, manager, chunks=1)
+    PostingJob.objects.filter(proposal=proposal).update(
+        state="running", last_error="the cashier answered 503", heartbeat_at=timezone.now()
+    )
+    client.force_login(support)
+    page = client.get(f"/proposals/{proposal.pk}/posting/").content.decode()
+    assert 'id="posting-earlier-error">Earlier attempt: the cashier answered 503' in page
+    assert '<p class="error">the cashier answered 503' not in page
