@@ -86,6 +86,7 @@ STATEMENT_TEXT: dict[str, str] = {
     "equal_left_one": "the 1 cent left over goes to the largest stack",
     "chip_pool": "The other {percent}% shared by chips",
     "capped_pool": "Chip equity of the {count} entries capped at first prize ({cap})",
+    "capped_pool_one": "Chip equity of the 1 entry capped at first prize ({cap})",
     "shared_by_chips": "Shared by chips among the other entries",
     "heads": "Bounties on the heads of the {n} players remaining",
     # The entry's own payout

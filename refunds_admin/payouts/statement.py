@@ -110,14 +110,13 @@ def statement_lines(proposal: Proposal, entry_id: str) -> list[tuple[str, str]]:
         out.append((_text("chip_pool", percent=100 - percent), money(s["chip_equity"])))
     if s["capped_entries"]:
         capped_total = s["chip_equity"] - proposal.equity_shared
-        out.append(
-            (
-                _text(
-                    "capped_pool", count=f"{s['capped_entries']:,}", cap=money(s["first_place_cap"])
-                ),
-                money(capped_total),
-            )
+        cap = money(s["first_place_cap"])
+        capped_label = (
+            _text("capped_pool_one", cap=cap)
+            if s["capped_entries"] == 1
+            else _text("capped_pool", count=f"{s['capped_entries']:,}", cap=cap)
         )
+        out.append((capped_label, money(capped_total)))
         out.append((_text("shared_by_chips"), money(proposal.equity_shared)))
     if s.get("bounty_refunds"):
         out.append((_text("heads", n=f"{n:,}"), money(s["bounty_refunds"])))

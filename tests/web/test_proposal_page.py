@@ -299,3 +299,12 @@ def test_a_player_id_is_found_in_any_case_as_everywhere_else(client, support):
     ):
         page = client.get(url, {"q": "P3"}).content.decode()
         assert ">p3<" in page and "No entry matches" not in page, url
+
+
+@pytest.mark.django_db
+def test_it_counts_one_capped_entry_in_the_singular_on_the_statement(client, big, auditor):
+    """A newcomer read "Chip equity of the 1 entries capped" on a player's statement."""
+    client.force_login(auditor)
+    page = client.get(reverse("proposal_statement", args=[big.pk, "e199"])).content.decode()
+    assert "Chip equity of the 1 entry capped at first prize" in page
+    assert "1 entries" not in page
