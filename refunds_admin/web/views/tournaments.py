@@ -317,6 +317,16 @@ def tournament_import(request):
             if kind == "csv":
                 _attach_csv_problems(csv_form, problems)
                 problems = []
+    if request.method == "POST" and refused is None:
+        # Refused by the form itself (a field missing or too long): the same summary at the
+        # top as a refused import, each problem named by its field's label.
+        form = csv_form if kind == "csv" else upload_form
+        refused = (
+            "The CSV import was refused; nothing was imported."
+            if kind == "csv"
+            else "The snapshot was refused; nothing was imported."
+        )
+        problems = _form_problems(form)
     status = 400 if request.method == "POST" else 200
     return render(
         request,
@@ -332,6 +342,15 @@ def tournament_import(request):
         },
         status=status,
     )
+
+
+def _form_problems(form):
+    """(field label, message) for every error of a form refused before the import."""
+    return [
+        (str(form.fields[name].label) if name in form.fields else "form", message)
+        for name, errors in form.errors.items()
+        for message in errors
+    ]
 
 
 def _imported(request, snapshot):
