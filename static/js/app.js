@@ -2,6 +2,13 @@
 // The server renders the same text; this only keeps it ticking between page loads.
 (function () {
   function pad(n) { return String(n).padStart(2, "0"); }
+  // "4:05" within the hour; then "2 h 30 min", then "6 d 10 h" (as the rule preview says it).
+  function span(seconds) {
+    if (seconds < 3600) return Math.floor(seconds / 60) + ":" + pad(seconds % 60);
+    var hours = Math.floor(seconds / 3600);
+    if (hours < 24) return hours + " h " + Math.floor((seconds % 3600) / 60) + " min";
+    return Math.floor(hours / 24) + " d " + (hours % 24) + " h";
+  }
   function tick() {
     var now = Date.now();
     document.querySelectorAll("[data-deadline]").forEach(function (el) {
@@ -10,11 +17,11 @@
       var row = el.closest("tr, li");
       if (left <= 0) {
         var over = -left;
-        el.textContent = "overdue by " + Math.floor(over / 60) + ":" + pad(over % 60);
+        el.textContent = "overdue by " + span(over);
         el.classList.add("overdue");
         if (row) row.classList.add("is-overdue");
       } else {
-        el.textContent = Math.floor(left / 60) + ":" + pad(left % 60) + " left";
+        el.textContent = span(left) + " left";
       }
     });
   }
