@@ -103,3 +103,11 @@ document.addEventListener("htmx:responseError", function (event) {
 document.addEventListener("htmx:sendError", function () {
   showRequestProblem("Not done: the server could not be reached. Check the connection and try again.");
 });
+
+// A form sent back with an error: the focus goes to the first field in error, so that its label
+// and its error (aria-describedby) are what a screen reader reads next and the keyboard is
+// where the fix is typed. Only on a page load, never after an htmx swap; autofocus wins.
+document.addEventListener("DOMContentLoaded", function () {
+  var field = document.querySelector("main [aria-invalid='true']");
+  if (field && document.activeElement === document.body) field.focus();
+});
