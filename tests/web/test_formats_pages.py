@@ -215,3 +215,15 @@ def test_approving_non_cash_refunds_from_the_page_approves_them(client, support,
     assert response.status_code == 302, response.content.decode()
     proposal.refresh_from_db()
     assert proposal.status != PayoutProposal.Status.SUBMITTED
+
+
+def test_under_rule_1_the_summary_names_the_rebuys_refunded_with_the_buy_ins(client, support):
+    """A newcomer read "Buy-ins refunded USD 100.00" above a reconciliation of "Buy-ins and
+    rebuys back USD 100.00": where entries rebought, the summary says so too."""
+    with_rebuys = draft_proposal(support, doc=_full_refund_doc(knockout_doc("T-R1-RB")))
+    plain = draft_proposal(support, doc=_full_refund_doc(snapshot_doc("T-R1-PLAIN")))
+    client.force_login(support)
+    summary = _section(_page(client, "proposal_detail", with_rebuys.pk), "summary")
+    assert "<dt>Buy-ins and rebuys refunded</dt>" in summary
+    summary = _section(_page(client, "proposal_detail", plain.pk), "summary")
+    assert "<dt>Buy-ins refunded</dt>" in summary
