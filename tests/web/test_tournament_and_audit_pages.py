@@ -183,3 +183,20 @@ def test_an_empty_value_in_an_audit_event_reads_as_a_dash(client, support, manag
     assert "<dt>Wallet identity</dt>" in page
     cell = page.split("<dt>Wallet identity</dt>", 1)[1].split("</dd>", 1)[0]
     assert cell.strip().endswith("—"), cell
+
+
+@pytest.mark.django_db
+def test_a_filter_that_cannot_be_read_lists_and_exports_nothing_rather_than_everything(
+    client, world, auditor
+):
+    """A "From" date that is not a date (a hand-edited or pasted address) was named as an
+    error above the whole history, unfiltered, and the export gave every event."""
+    client.force_login(auditor)
+    page = client.get(reverse("audit"), {"since": "2026-13-01"}).content.decode()
+    assert "Enter a valid date." in page
+    assert "No event matches." in page and "recorded incident" not in page
+    response = client.get(reverse("audit_export"), {"since": "2026-13-01"})
+    rows = list(
+        csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    )
+    assert rows == []

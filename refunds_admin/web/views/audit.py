@@ -36,6 +36,10 @@ def _filtered(request):
         since=since,
         until=until,
     )
+    if form.errors:
+        # A filter that cannot be read (named on the page) filters out everything, never
+        # nothing: the page and the export never pass off the whole history as its result.
+        qs = qs.none()
     return form, qs
 
 
