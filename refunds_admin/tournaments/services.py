@@ -756,13 +756,31 @@ def snapshot_document_from_csv(
             where = _csv_where(field, entry_where, prize_where)
             if where in seen or any(where.startswith(u) for u in unreadable):
                 continue
+            if f"{where}, place" in seen:
+                continue  # "neither place nor places": the place cell could not be read
             if where in TOURNAMENT_FIELDS and where not in tournament:
                 continue  # already "is required"
             seen.add(where)
             problems.append((where, _csv_message(message, entry_where, prize_where)))
     if problems or parsed is None:
-        raise Refused("The CSV import was refused; nothing was imported.", problems=problems)
+        raise Refused(
+            "The CSV import was refused; nothing was imported.", problems=_in_file_order(problems)
+        )
     return document, parsed
+
+
+_CSV_ROW = re.compile(r"^(entries CSV|prize table CSV) row (\d+)\b")
+
+
+def _in_file_order(problems: Problems) -> Problems:
+    """The typed fields' problems first, then each file's by row, as the person reads them (a
+    row's cell problems before the engine's, which were found afterwards)."""
+
+    def key(problem: tuple[str, str]) -> tuple[int, str, int]:
+        row = _CSV_ROW.match(problem[0])
+        return (1, row.group(1), int(row.group(2))) if row else (0, "", 0)
+
+    return sorted(problems, key=key)
 
 
 @transaction.atomic

@@ -388,3 +388,23 @@ def test_entries_without_an_email_read_as_empty_whether_or_not_another_entry_giv
     emails = dict(mixed.entries.values_list("entry_id", "email"))
     assert emails.pop("e2") == "k@example.test"
     assert emails and set(emails.values()) == {""}
+
+
+def test_it_names_a_bad_prize_place_once_and_lists_the_problems_in_row_order(support):
+    """Found by the newcomer's trial: a place that is not a number was reported twice (the
+    cell, then the engine's "must give either place or places" for the same row), and the
+    problems came in the order they were found, not in the files' order."""
+    prizes = PRIZES_CSV.replace("3-4,200.00", "three,2.0.0").replace("2,300.00", "2,3OO")
+    entries = ENTRIES_CSV.replace("e3,p3,,active,20000", "e3,p3,,active,2e4")
+    with pytest.raises(Refused) as refused:
+        import_csv(entries, prizes, csv_fields(fee="x"), acting_user=support)
+    where = [w for w, _ in refused.value.problems]
+    assert [w for w in where if w.startswith("prize table CSV row 4")] == [
+        "prize table CSV row 4, place",
+        "prize table CSV row 4, amount",
+    ], refused.value.problems
+    rows = [w for w in where if " CSV row " in w]
+    assert where[0] == "fee" and rows == sorted(
+        rows, key=lambda w: (w.split(" row ")[0], int(w.split(" row ")[1].split(",")[0].split()[0]))
+    ), where
+    _nothing_stored()
