@@ -125,16 +125,18 @@ class CsvImportForm(forms.Form):
         return _at_most(self.cleaned_data.get("prizes_csv"), MAX_CSV_BYTES)
 
     def tournament_fields(self):
-        """The tournament fields as the snapshot format writes them (strings, ISO times)."""
+        """The tournament fields as the snapshot format writes them (strings, ISO times). Of a
+        form refused, the fields it could read: the import's check names the rest missing."""
         data = self.cleaned_data
         fields = {
-            "external_id": data["external_id"].strip(),
-            "name": data["name"].strip(),
-            "currency": data["currency"].strip().upper(),
-            "buy_in": data["buy_in"].strip(),
-            "fee": data["fee"].strip(),
-            "starts_at": data["starts_at"].isoformat(),
+            name: data[name].strip()
+            for name in ("external_id", "name", "buy_in", "fee")
+            if data.get(name) is not None
         }
+        if data.get("currency") is not None:
+            fields["currency"] = data["currency"].strip().upper()
+        if data.get("starts_at") is not None:
+            fields["starts_at"] = data["starts_at"].isoformat()
         if data.get("chips_in_play") is not None:
             fields["chips_in_play"] = data["chips_in_play"]
         for name in ("bounty", "guarantee"):

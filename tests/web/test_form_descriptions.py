@@ -77,3 +77,19 @@ def test_a_csv_form_missing_a_field_says_at_the_top_that_nothing_was_saved_namin
     assert 'aria-describedby="id_buy_in_helptext id_buy_in_error"' in page
     assert _dangling(page) == []
     assert not Tournament.objects.exists()
+
+
+def test_a_csv_form_missing_a_field_lists_the_other_problems_in_the_same_round(client, support):
+    """Found by the newcomer's trial: with a required field left empty, a bad value elsewhere
+    (the fee "x", the currency "usd1") was shown only on the next submit. The files and the
+    other fields are checked too, and every problem is listed at once; nothing is saved."""
+    client.force_login(support)
+    response = _csv_post(client, name="", fee="x")
+    assert response.status_code == 400
+    page = response.content.decode()
+    banner = page.split('id="import-errors"', 1)[1].split("</section>", 1)[0]
+    assert "Name" in banner and "Fee" in banner, banner
+    assert "not &#x27;x&#x27;" in page or "not 'x'" in page
+    assert 'id="id_fee_error"' in page and 'id="id_name_error"' in page
+    assert banner.count("Name") == 1  # "is required" said once, by the form
+    assert not Tournament.objects.exists()

@@ -14,6 +14,7 @@ from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, CAN_READ, has_
 from refunds_admin.errors import Refused
 from refunds_admin.incidents import services as incident_services
 from refunds_admin.payouts.money import display
+from refunds_admin.tournaments import services as tournament_services
 from refunds_admin.tournaments.models import Snapshot, Tournament
 
 from .. import queries
@@ -302,6 +303,7 @@ def tournament_import(request):
                         acting_user=request.user,
                     )
                     return _imported(request, snapshot)
+                _check_the_rest(csv_form)
             else:
                 upload_form = SnapshotUploadForm(request.POST, request.FILES)
                 if upload_form.is_valid():
@@ -342,6 +344,20 @@ def tournament_import(request):
         },
         status=status,
     )
+
+
+def _check_the_rest(csv_form):
+    """The form refused a typed field: the files and the other fields are checked all the same
+    (the document is built and validated, nothing is stored), so that every problem is listed in
+    one round rather than the next one appearing only after this one is fixed. What the form
+    already said about a field is not said again ("is required")."""
+    data = csv_form.cleaned_data
+    if "entries_csv" not in data or "prizes_csv" not in data:
+        return  # a file missing or too large: the form says so, and there is nothing to check
+    problems = tournament_services.csv_problems(
+        data["entries_csv"].read(), data["prizes_csv"].read(), csv_form.tournament_fields()
+    )
+    _attach_csv_problems(csv_form, [(w, m) for w, m in problems if w not in csv_form.errors])
 
 
 def _form_problems(form):
