@@ -118,6 +118,15 @@ def _facts(v: PolicyVersion) -> dict[str, Any]:
     return {"policy": v.policy_id, "version": v.version, "sha256": v.sha256, "status": v.status}
 
 
+def policy_problems(document: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, message) for each problem the engine finds in a policy document, or []."""
+    try:
+        parse_policy(document)
+    except PolicyError as e:
+        return [(p.field, p.message) for p in e.problems]
+    return []
+
+
 @transaction.atomic
 def propose_policy_version(
     raw: bytes | str | dict[str, Any], *, acting_user: User

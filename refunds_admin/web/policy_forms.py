@@ -7,6 +7,7 @@ from django import forms
 from django.contrib.auth import authenticate
 
 from refunds_admin.policies.models import PolicyVersion
+from refunds_admin.policies.services import policy_problems
 
 POLICY_FILE_BYTES = 64 * 1024  # a policy document is a few hundred bytes
 
@@ -70,26 +71,37 @@ class PolicyFieldsForm(forms.Form):
     )
 
     def document(self) -> dict[str, Any]:
-        d = self.cleaned_data
+        """The cancellation-policy/1 document of the typed fields. Of a form refused, a field
+        it could not read is None, which the engine refuses in turn (add_other_problems)."""
+        d = self.cleaned_data.get
         return {
             "format": "cancellation-policy/1",
-            "id": d["id"],
+            "id": d("id"),
             "version": 1,  # replaced by the next number by the service
-            "title": d["title"],
-            "management_finding": d["management_finding"],
+            "title": d("title"),
+            "management_finding": d("management_finding"),
             "full_refund": {
-                "within_minutes": d["within_minutes"],
-                "before_first_elimination": d["before_first_elimination"],
+                "within_minutes": d("within_minutes"),
+                "before_first_elimination": d("before_first_elimination"),
             },
             "not_in_the_money": {
-                "returned": d["returned"],
-                "equal_share_percent": d["not_in_the_money_equal_share_percent"],
+                "returned": d("returned"),
+                "equal_share_percent": d("not_in_the_money_equal_share_percent"),
             },
-            "in_the_money": {"equal_share_percent": d["in_the_money_equal_share_percent"]},
-            "first_place_cap": d["first_place_cap"],
-            "overlay": d["overlay"],
-            "refund_form": d["refund_form"],
+            "in_the_money": {"equal_share_percent": d("in_the_money_equal_share_percent")},
+            "first_place_cap": d("first_place_cap"),
+            "overlay": d("overlay"),
+            "refund_form": d("refund_form"),
         }
+
+    def add_other_problems(self) -> None:
+        """The form refused a field: the engine checks the others all the same (nothing is
+        stored), so that every problem is named in one round, not the next one only after this
+        one is fixed. What the form already said about a field is not said again."""
+        for where, what in policy_problems(self.document()):
+            name = self.FIELD_OF.get(where, where)
+            if name in self.fields and name not in self.errors:
+                self.add_error(name, what)
 
     @classmethod
     def initial_from(cls, version: PolicyVersion) -> dict[str, Any]:

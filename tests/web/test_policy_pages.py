@@ -288,3 +288,18 @@ def test_only_the_version_in_force_carries_the_default_policy_badge(client, mana
     page = _get(client, reverse("policy_version_detail", args=[current.pk]))
     assert 'id="default-badge"' in page and "default policy</span>" in page
     assert 'id="default-note"' not in page
+
+
+def test_a_form_missing_a_field_names_the_engines_problems_in_the_same_round(client, manager):
+    """Found by the newcomer's trial: with the title left empty, an equal share of 150% and a
+    window of -3 minutes were named only after the title was typed and the form sent again."""
+    client.force_login(manager)
+    response = client.post(
+        reverse("policy_propose"),
+        _fields(title="", within_minutes="-3", not_in_the_money_equal_share_percent="150"),
+    )
+    page = html.unescape(response.content.decode())
+    for field in ("title", "within_minutes", "not_in_the_money_equal_share_percent"):
+        assert f'id="id_{field}_error"' in page, field
+    assert page.count('id="id_title_error"') == 1
+    assert not PolicyVersion.objects.filter(status="proposed").exists()

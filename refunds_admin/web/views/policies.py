@@ -163,6 +163,8 @@ def policy_propose(request):
         else:
             fields_form = PolicyFieldsForm(request.POST)
             valid = fields_form.is_valid()
+            if not valid:
+                fields_form.add_other_problems()
         if valid:
             raw = upload_form.cleaned_data["file"].read() if by_file else fields_form.document()
             try:
