@@ -61,6 +61,9 @@ class PolicyVersion(models.Model):
     sha256 = models.CharField(max_length=64)
     title = models.CharField(max_length=255)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    # Not stored: the "version" the proposed document gave, which the app replaces by the next
+    # number (propose_policy_version), so that the page can tell the proposer.
+    numbered_in_document: object = None
     proposed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )

@@ -144,6 +144,8 @@ def propose_policy_version(
         next_number = (
             PolicyVersion.objects.filter(policy_id=policy_id).aggregate(v=Max("version"))["v"] or 0
         ) + 1
+    # The number the document gave, if any, is replaced: told back to the proposer (the page).
+    numbered_in_document = document.get("version")
     document["version"] = next_number
     try:
         parsed = parse_policy(document)
@@ -188,6 +190,7 @@ def propose_policy_version(
         actor=acting_user,
         after=_facts(version) | {"title": version.title},
     )
+    version.numbered_in_document = numbered_in_document
     return version
 
 

@@ -303,3 +303,19 @@ def test_a_form_missing_a_field_names_the_engines_problems_in_the_same_round(cli
         assert f'id="id_{field}_error"' in page, field
     assert page.count('id="id_title_error"') == 1
     assert not PolicyVersion.objects.filter(status="proposed").exists()
+
+
+def test_a_file_numbered_otherwise_is_told_the_number_the_app_gave(client, manager):
+    """Found by the newcomer's trial: a file saying "version": 3 was stored as v1 without a
+    word; the confirmation now says which number the file gave and which the app assigned."""
+    import json
+
+    client.force_login(manager)
+    upload = io.BytesIO(
+        json.dumps(policy_doc(id="house-rules", title="House rules") | {"version": 3}).encode()
+    )
+    upload.name = "house-rules.json"
+    response = client.post(reverse("policy_propose"), {"how": "file", "file": upload}, follow=True)
+    page = html.unescape(response.content.decode())
+    assert PolicyVersion.objects.get(policy_id="house-rules").version == 1
+    assert "The file said version 3" in page and "numbered v1" in page

@@ -177,10 +177,17 @@ def policy_propose(request):
                         if name in fields_form.fields:
                             fields_form.add_error(name, what)
             else:
+                renumbered = ""
+                given = version.numbered_in_document
+                if isinstance(given, int) and given != version.version:
+                    renumbered = (
+                        f" The file said version {given}; versions are numbered by the app, one "
+                        f"after the other, so this one is numbered v{version.version}."
+                    )
                 messages.success(
                     request,
                     f"{version.label} proposed: another manager approves it with a code from "
-                    "their authenticator app.",
+                    f"their authenticator app.{renumbered}",
                 )
                 return redirect("policy_version_detail", pk=version.pk)
     return render(
