@@ -46,7 +46,9 @@ def plain_text(statements):
 def html_of(statements, title):
     """The same lines as a small table per entry: label left, amount right."""
     parts = [
-        "<!doctype html><html><body>",
+        # The statement's words are English (payouts.labels): said so for screen readers.
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title></head><body>",
         f"<h1>{escape(title)}</h1>",
     ]
     for text in statements:

@@ -158,6 +158,7 @@ def test_it_emails_players_with_an_address_and_lists_the_others(support, manager
     ann = next(m for m in statements if m.to == ["Ann@Example.test"])
     assert ann.body == statement(proposal, "e1") + "\n"
     assert ann.alternatives[0].mimetype == "text/html"
+    assert ann.alternatives[0].content.startswith('<!doctype html><html lang="en"><head>')
     missing = StatementMessage.objects.filter(proposal=proposal, state=MState.NO_ADDRESS)
     assert sorted(missing.values_list("player_id", flat=True)) == ["p2", "p4"]
     job = StatementJob.objects.get(proposal=proposal)
