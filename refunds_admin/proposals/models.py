@@ -22,7 +22,14 @@ RULE_CHOOSERS = (
     "policy_changed_by",
     "site_wide_applied_by",
 )
-NOT_THE_DECIDER = ("prepared_by", "submitted_by", *RULE_CHOOSERS)
+# Who supplied the facts the engine computed it from, recorded when prepared:
+# - snapshot_imported_by: who imported the snapshot it was computed from (chips, prize table,
+#   entries, the policy a re-import names);
+# - failure_recorded_by: who recorded the incident's failure time (for an outage, who recorded
+#   it or added the tournament to it), which chooses the rule as much as a finding does.
+# Like the rule's choosers, they may send it back but not approve it.
+FACT_SUPPLIERS = ("snapshot_imported_by", "failure_recorded_by")
+NOT_THE_DECIDER = ("prepared_by", "submitted_by", *RULE_CHOOSERS, *FACT_SUPPLIERS)
 _WHY = {
     "prepared_by": "prepared",
     "submitted_by": "submitted",
@@ -30,6 +37,8 @@ _WHY = {
     "declared_not_resumable_by": "declared not resumable the tournament of",
     "policy_changed_by": "changed the cancellation policy that chose the rule of",
     "site_wide_applied_by": "applied the outage's site-wide finding that chose the rule of",
+    "snapshot_imported_by": "imported the snapshot computed into",
+    "failure_recorded_by": "recorded the failure time that chose the rule of",
 }
 
 
@@ -125,6 +134,13 @@ class PayoutProposal(models.Model):
     site_wide_applied_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # Who supplied its facts (FACT_SUPPLIERS above; constraints below).
+    snapshot_imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    failure_recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -177,6 +193,8 @@ class PayoutProposal(models.Model):
             ),
             # ... nor chose its rule.
             *(_not_the_approver(field) for field in RULE_CHOOSERS),
+            # ... nor supplied its facts.
+            *(_not_the_approver(field) for field in FACT_SUPPLIERS),
             models.CheckConstraint(
                 condition=~Q(status__in=["approved", "posting", "posted", "failed"])
                 | (Q(approved_by__isnull=False) & Q(approved_fingerprint=F("fingerprint"))),
@@ -205,12 +223,16 @@ class PayoutProposal(models.Model):
 
     def rests_on(self, user, people=NOT_THE_DECIDER):
         """Why `user` may not approve this proposal (four eyes), or "" when they may: they
-        prepared or submitted it, or chose its rule."""
+        prepared or submitted it, chose its rule or supplied its facts."""
         for field in people:
             if user.pk is not None and getattr(self, f"{field}_id") == user.pk:
                 # Who prepared or submitted it may neither approve nor reject it; who chose its
                 # rule may still send it back (why_not_rejected_by): the message says which.
-                decision = "approve it" if field in RULE_CHOOSERS else "approve it or reject it"
+                decision = (
+                    "approve it or reject it"
+                    if field in ("prepared_by", "submitted_by")
+                    else "approve it"
+                )
                 return (
                     f"{user.get_username()} {_WHY[field]} proposal {self.pk}; another manager "
                     f"must {decision} (four eyes)."

@@ -359,6 +359,9 @@ def prepare_proposal(
         "prepared_by": acting_user,
         "prepared_at": timezone.now(),
         **_rule_chosen_by(incident, tournament),
+        # Who supplied the facts it was computed from (four eyes: PayoutProposal.FACT_SUPPLIERS).
+        "snapshot_imported_by_id": snapshot.imported_by_id,
+        "failure_recorded_by_id": incident.recorded_by_id,
         "submitted_by": None,
         "submitted_at": None,
         "figures": {},  # computed while the lines are indexed, below

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from refunds_admin.accounts import credentials
 from refunds_admin.incidents import services as incidents
@@ -20,6 +21,7 @@ from tests.support.factories import (
     approve_outage,
     approved_policy_version,
     cancelled_incident,
+    import_doc,
     open_incident,
     outage,
     policy_doc,
@@ -130,3 +132,68 @@ def test_a_manager_whose_sign_in_someone_else_set_decides_nothing_until_they_cha
         _approve(proposal, manager)
     credentials.set_by_themselves(manager, credentials.DEVICE)
     assert _approve(proposal, manager).approved_by == manager
+
+
+def test_the_manager_who_imported_the_snapshot_may_not_approve(support, manager, other_manager):
+    """The snapshot is what the lines are computed from (chips, prize table, who played): a
+    manager who uploaded it -- a re-import with doctored chips, say -- approves nothing computed
+    from it."""
+    tournament = import_doc(manager, external_id="T-MINE").tournament
+    incident = incidents.cancel_after_window(
+        incidents.record_incident(
+            tournament,
+            failed_at=timezone.now() - timedelta(minutes=40),
+            cause="server_crash",
+            description="crashed",
+            acting_user=support,
+        ),
+        acting_user=None,
+    )
+    proposal = _submitted(support, incident)
+    assert proposal.snapshot_imported_by == manager
+    assert proposal not in PayoutProposal.objects.awaiting_decision_by(manager)
+    with pytest.raises(PermissionDenied, match="imported the snapshot.*four eyes"):
+        _approve(proposal, manager)
+    assert _approve(proposal, other_manager).approved_by == other_manager
+
+
+def test_the_manager_who_recorded_the_failure_time_may_not_approve(support, manager, other_manager):
+    """The failure time chooses the rule (a full refund early on, chip equity later): the
+    manager who recorded it approves nothing that rests on it, here through an outage."""
+    tournaments = [import_doc(support, external_id=x).tournament for x in ("OUT-1", "OUT-2")]
+    an_outage = outages.record_outage(
+        failed_at=timezone.now() - timedelta(minutes=40),
+        cause="server_crash",
+        description="DC lost",
+        tournaments=tournaments,
+        acting_user=manager,
+    )
+    outages.cancel_rest_after_window(an_outage, acting_user=support)
+    batches.run_prepare(batches.start_prepare(an_outage, acting_user=support).pk)
+    proposal = PayoutProposal.objects.filter(status=PayoutProposal.Status.SUBMITTED).first()
+    assert proposal.failure_recorded_by == manager
+    with pytest.raises(PermissionDenied, match="recorded the failure.*four eyes"):
+        _approve(proposal, manager)
+    with pytest.raises(PermissionDenied, match="four eyes.*Nothing was approved"):
+        approve_outage(an_outage, manager)
+    assert approve_outage(an_outage, other_manager)
+
+
+def test_the_database_refuses_an_approval_by_who_imported_the_snapshot(support, manager):
+    tournament = import_doc(manager, external_id="T-MINE").tournament
+    incident = incidents.cancel_after_window(
+        incidents.record_incident(
+            tournament,
+            failed_at=timezone.now() - timedelta(minutes=40),
+            cause="server_crash",
+            description="crashed",
+            acting_user=support,
+        ),
+        acting_user=None,
+    )
+    proposal = _submitted(support, incident)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        PayoutProposal.objects.filter(pk=proposal.pk).update(
+            status="approved", approved_by=manager, approved_fingerprint=proposal.fingerprint,
+            wallet="ledger",
+        )  # fmt: skip
