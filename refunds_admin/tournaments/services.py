@@ -220,6 +220,7 @@ def _store(
     tournament = locked.first()
     named_policy = parsed.policy_id
     previous = None
+    policy_before = None
     created = False
     if tournament is None:
         # The policy the snapshot names, or the default policy: its current approved version.
@@ -257,6 +258,13 @@ def _store(
         # word); one that names none keeps the tournament's policy, a manager's change included.
         if named_policy and named_policy != tournament.policy_version.policy_id:
             fields["policy_version"] = policies.version_for_snapshot(named_policy)
+            # Whoever imported it chose the policy now (four eyes on the proposal that follows,
+            # as for "Change the policy"); the system (None) is the platform's word.
+            fields["policy_changed_by"] = (
+                acting_user if acting_user and acting_user.is_authenticated else None
+            )
+            fields["policy_changed_at"] = timezone.now()
+            policy_before = tournament.policy_version.label
         for name, value in fields.items():
             setattr(tournament, name, value)
 
@@ -320,7 +328,8 @@ def _store(
         tournament=tournament,
         before=None
         if previous is None
-        else {"version": previous.version, "sha256": previous.sha256},
+        else {"version": previous.version, "sha256": previous.sha256}
+        | ({"policy": policy_before} if policy_before else {}),
         after={
             "version": version,
             "sha256": sha256,

@@ -197,3 +197,22 @@ def test_the_database_refuses_an_approval_by_who_imported_the_snapshot(support, 
             status="approved", approved_by=manager, approved_fingerprint=proposal.fingerprint,
             wallet="ledger",
         )  # fmt: skip
+
+
+def test_a_re_import_that_moves_the_tournament_to_another_policy_records_who_moved_it(
+    support, manager, other_manager
+):
+    """A re-import naming another policy changes the tournament's policy as much as "Change the
+    policy" does: the manager who uploaded it approves nothing computed under it, even once a
+    later snapshot (naming no policy, so keeping it) was imported by someone else."""
+    incident = cancelled_incident(support)
+    import_doc(manager, policy="roll-forward-50-50")
+    import_doc(support, active_chips=[40_000, 30_000, 20_000, 10_001])
+    incident.tournament.refresh_from_db()
+    assert incident.tournament.policy_version.policy_id == "roll-forward-50-50"
+    assert incident.tournament.policy_changed_by == manager
+    proposal = _submitted(support, incident)
+    assert proposal.snapshot_imported_by == support and proposal.policy_changed_by == manager
+    with pytest.raises(PermissionDenied, match="cancellation policy.*four eyes"):
+        _approve(proposal, manager)
+    assert _approve(proposal, other_manager).approved_by == other_manager
