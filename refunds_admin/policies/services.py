@@ -17,6 +17,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin.accounts import mfa
+from refunds_admin.accounts.credentials import why_not_own_credentials
 from refunds_admin.accounts.roles import CAN_DECIDE, require_role
 from refunds_admin.audit.services import record
 from refunds_admin.errors import Refused, required_text
@@ -215,6 +216,10 @@ def _four_eyes(version: PolicyVersion, acting_user: User, doing: str) -> None:
             f"{acting_user.get_username()} proposed {version.label}; another manager must "
             f"{doing} it (four eyes)."
         )
+    # A sign-in someone else set is not a second pair of eyes (as for proposals).
+    why_not = why_not_own_credentials(acting_user)
+    if why_not:
+        raise PermissionDenied(why_not)
 
 
 def _require_proposed(version: PolicyVersion, doing: str) -> None:

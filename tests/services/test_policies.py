@@ -167,6 +167,32 @@ def test_the_proposer_may_not_approve_or_reject_their_own_version(manager):
     assert version.status == "proposed"
 
 
+def test_a_manager_whose_sign_in_someone_else_set_decides_no_policy_version(
+    manager, other_manager, superuser
+):
+    """As for proposals: whoever set a manager's password could sign in as them and be the
+    second pair of eyes on a version, so that manager approves and rejects none until they set
+    it again themselves."""
+    from refunds_admin.accounts import credentials
+
+    version = proposed_policy_version(manager, first_place_cap=True)
+    credentials.set_for(other_manager, credentials.PASSWORD, by=superuser)
+    with pytest.raises(PermissionDenied, match="set by root"):
+        policies.approve_policy_version(
+            version, acting_user=other_manager, sha256=version.sha256, code=totp_code(other_manager)
+        )
+    with pytest.raises(PermissionDenied, match="set by root"):
+        policies.reject_policy_version(version, acting_user=other_manager, reason="no")
+    version.refresh_from_db()
+    assert version.status == "proposed"
+    credentials.set_by_themselves(other_manager, credentials.PASSWORD)
+    policies.approve_policy_version(
+        version, acting_user=other_manager, sha256=version.sha256, code=totp_code(other_manager)
+    )
+    version.refresh_from_db()
+    assert version.status == "approved"
+
+
 def test_approval_needs_a_current_code_and_the_hash_read(manager, other_manager):
     version = proposed_policy_version(manager, first_place_cap=True)
     with pytest.raises(Refused, match="code does not match"):
