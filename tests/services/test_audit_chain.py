@@ -5,7 +5,7 @@ even one written by someone with the database's owner rights (triggers off)."""
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from refunds_admin.audit import chain
 from refunds_admin.audit.models import AuditEvent
@@ -133,4 +133,27 @@ def test_events_hashed_before_the_chain_was_keyed_still_verify_but_only_first(su
     forged.hash = chain.unkeyed_digest(forged, forged.prev_hash)
     forged.save(force_insert=True)
     with pytest.raises(CommandError, match=f"broken at event {forged.pk}"):
+        call_command("verify_audit")
+
+
+@pytest.mark.django_db
+def test_an_event_slipped_in_before_the_chain_without_a_hash_is_refused(support, capsys):
+    """Events without a hash are counted as "written before the chain began", not checked: one
+    inserted with the app's credentials at an id before the first event, naming any actor,
+    would pass for history. The database takes no event without a hash; with one, it breaks
+    the chain."""
+    open_incident(support)
+    first = AuditEvent.objects.order_by("id").first()
+    forged = AuditEvent(
+        id=first.pk - 1, created_at=first.created_at, actor_name="otto_manager",
+        action="proposal.approved", object_type="payoutproposal", object_id="1", player_ids=[],
+        reason="forged before the chain", prev_hash="", hash="",
+    )  # fmt: skip
+    if connection.vendor == "postgresql":
+        with pytest.raises(DatabaseError, match="carries its hash"), transaction.atomic():
+            forged.save(force_insert=True)
+        assert "audit chain intact" in _verify(capsys)
+    forged.hash = chain.unkeyed_digest(forged, "")
+    forged.save(force_insert=True)
+    with pytest.raises(CommandError, match=f"broken at event {first.pk}: it does not follow"):
         call_command("verify_audit")

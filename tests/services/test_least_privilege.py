@@ -82,14 +82,18 @@ def test_the_whole_flow_runs_as_the_app_role_and_history_cannot_be_rewritten(
     assert "only while it is a draft" in _refused(
         "SELECT refunds_attach_partition('proposals_payoutline', %s, %s)", [part, proposal.pk]
     )
-    # It may insert an audit event (that is its job), but not one that fits the chain.
+    # It may insert an audit event (that is its job), but not one that fits the chain: not one
+    # without a hash (which would count as older than the chain)...
+    insert = (
+        "INSERT INTO audit_auditevent (id, created_at, actor_name, action, object_type, "
+        "object_id, tournament_external_id, player_ids, reason, request_id, prev_hash, hash)"
+        " VALUES (%s, '2020-01-01', 'system', 'proposal.approved', 'payoutproposal', '1', '', "
+        "'[]', 'back-dated', '', '', %s)"
+    )
+    assert "carries its hash" in _refused(insert, [10**9, ""])
+    # ... and one appended with a made-up hash is found.
     with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO audit_auditevent (created_at, actor_name, action, object_type, "
-            "object_id, tournament_external_id, player_ids, reason, request_id, prev_hash, hash)"
-            " VALUES ('2020-01-01', 'system', 'proposal.approved', 'payoutproposal', '1', '', "
-            "'[]', 'back-dated', '', '', '')"
-        )
+        cursor.execute(insert, [10**9, "f" * 64])
     with pytest.raises(CommandError, match="broken at event") as e:
         call_command("verify_audit")
     assert e.value.returncode == 1
