@@ -191,6 +191,34 @@ def run_probes(f):  # noqa: C901 (one probe after the other)
             return True, str(exc)[:120]
         return False, "approved"
 
+    # Tenth session's insider trial: four eyes over the facts, not only the rule.
+    @probe("approval by the manager who imported the snapshot it was computed from")
+    def _():
+        sam, maria, _otto = people()
+        incident = f.cancelled_incident(maria)  # maria uploads the snapshot and records it
+        p = proposals.submit_proposal(proposals.prepare_proposal(incident, acting_user=sam),
+                                      acting_user=sam)  # fmt: skip
+        try:
+            proposals.approve_proposal(p, acting_user=maria, fingerprint=p.fingerprint)
+        except PermissionDenied as exc:
+            return True, str(exc)[:120]
+        return False, "approved"
+
+    @probe("a re-import naming a more generous policy, then approval by its importer")
+    def _():
+        sam, maria, _otto = people()
+        incident = f.cancelled_incident(sam)
+        # The same facts, another policy named (the default is ultimatepoker-2026).
+        f.import_doc(maria, f.snapshot_doc(incident.tournament.external_id,
+                                          policy="rollback-before-first-bust"))  # fmt: skip
+        p = proposals.submit_proposal(proposals.prepare_proposal(incident, acting_user=sam),
+                                      acting_user=sam)  # fmt: skip
+        try:
+            proposals.approve_proposal(p, acting_user=maria, fingerprint=p.fingerprint)
+        except PermissionDenied as exc:
+            return True, str(exc)[:120]
+        return False, "approved"
+
     # Finding 4: every CSV export neutralised.
     @probe("outage report CSV with =OUT1 and =HYPERLINK names")
     def _():
@@ -331,6 +359,11 @@ def run_probes(f):  # noqa: C901 (one probe after the other)
             "TRUNCATE ledger_credit",
             "ALTER TABLE proposals_payoutproposal DROP CONSTRAINT approver_is_not_preparer",
             "SET session_replication_role = replica",
+            # A hashless event, which verify_audit would take for one older than the chain.
+            "INSERT INTO audit_auditevent (id, created_at, actor_name, action, object_type, "
+            "object_id, tournament_external_id, player_ids, reason, request_id, prev_hash, hash) "
+            "VALUES (1, now(), 'maria', 'proposal.approved', 'payoutproposal', '1', '', '[]', "
+            "'', '', '', '')",
         ]
         for sql in statements:
 
