@@ -192,10 +192,8 @@ def run_probes(f):  # noqa: C901 (one probe after the other)
         return False, "approved"
 
     # Tenth session's insider trial: four eyes over the facts, not only the rule.
-    @probe("approval by the manager who imported the snapshot it was computed from")
-    def _():
-        sam, maria, _otto = people()
-        incident = f.cancelled_incident(maria)  # maria uploads the snapshot and records it
+    def prepared_by_sam_approved_by_maria(incident, sam, maria):
+        """(held, detail): sam prepares and submits, maria tries to approve."""
         p = proposals.submit_proposal(proposals.prepare_proposal(incident, acting_user=sam),
                                       acting_user=sam)  # fmt: skip
         try:
@@ -204,6 +202,12 @@ def run_probes(f):  # noqa: C901 (one probe after the other)
             return True, str(exc)[:120]
         return False, "approved"
 
+    @probe("approval by the manager who imported the snapshot it was computed from")
+    def _():
+        sam, maria, _otto = people()
+        # maria uploads the snapshot and records the incident.
+        return prepared_by_sam_approved_by_maria(f.cancelled_incident(maria), sam, maria)
+
     @probe("a re-import naming a more generous policy, then approval by its importer")
     def _():
         sam, maria, _otto = people()
@@ -211,13 +215,7 @@ def run_probes(f):  # noqa: C901 (one probe after the other)
         # The same facts, another policy named (the default is ultimatepoker-2026).
         f.import_doc(maria, f.snapshot_doc(incident.tournament.external_id,
                                           policy="rollback-before-first-bust"))  # fmt: skip
-        p = proposals.submit_proposal(proposals.prepare_proposal(incident, acting_user=sam),
-                                      acting_user=sam)  # fmt: skip
-        try:
-            proposals.approve_proposal(p, acting_user=maria, fingerprint=p.fingerprint)
-        except PermissionDenied as exc:
-            return True, str(exc)[:120]
-        return False, "approved"
+        return prepared_by_sam_approved_by_maria(incident, sam, maria)
 
     # Finding 4: every CSV export neutralised.
     @probe("outage report CSV with =OUT1 and =HYPERLINK names")

@@ -134,11 +134,10 @@ def test_a_manager_whose_sign_in_someone_else_set_decides_nothing_until_they_cha
     assert _approve(proposal, manager).approved_by == manager
 
 
-def test_the_manager_who_imported_the_snapshot_may_not_approve(support, manager, other_manager):
-    """The snapshot is what the lines are computed from (chips, prize table, who played): a
-    manager who uploaded it -- a re-import with doctored chips, say -- approves nothing computed
-    from it."""
-    tournament = import_doc(manager, external_id="T-MINE").tournament
+def _submitted_on_a_snapshot_imported_by(importer, support):
+    """A proposal support prepared and submitted, on a snapshot `importer` uploaded; the
+    incident recorded by support and cancelled by the system."""
+    tournament = import_doc(importer, external_id="T-MINE").tournament
     incident = incidents.cancel_after_window(
         incidents.record_incident(
             tournament,
@@ -149,7 +148,14 @@ def test_the_manager_who_imported_the_snapshot_may_not_approve(support, manager,
         ),
         acting_user=None,
     )
-    proposal = _submitted(support, incident)
+    return _submitted(support, incident)
+
+
+def test_the_manager_who_imported_the_snapshot_may_not_approve(support, manager, other_manager):
+    """The snapshot is what the lines are computed from (chips, prize table, who played): a
+    manager who uploaded it -- a re-import with doctored chips, say -- approves nothing computed
+    from it."""
+    proposal = _submitted_on_a_snapshot_imported_by(manager, support)
     assert proposal.snapshot_imported_by == manager
     assert proposal not in PayoutProposal.objects.awaiting_decision_by(manager)
     with pytest.raises(PermissionDenied, match="imported the snapshot.*four eyes"):
@@ -180,18 +186,7 @@ def test_the_manager_who_recorded_the_failure_time_may_not_approve(support, mana
 
 
 def test_the_database_refuses_an_approval_by_who_imported_the_snapshot(support, manager):
-    tournament = import_doc(manager, external_id="T-MINE").tournament
-    incident = incidents.cancel_after_window(
-        incidents.record_incident(
-            tournament,
-            failed_at=timezone.now() - timedelta(minutes=40),
-            cause="server_crash",
-            description="crashed",
-            acting_user=support,
-        ),
-        acting_user=None,
-    )
-    proposal = _submitted(support, incident)
+    proposal = _submitted_on_a_snapshot_imported_by(manager, support)
     with pytest.raises(IntegrityError), transaction.atomic():
         PayoutProposal.objects.filter(pk=proposal.pk).update(
             status="approved", approved_by=manager, approved_fingerprint=proposal.fingerprint,
