@@ -153,6 +153,10 @@ ACCESS_SENTENCES = {
     "mfa.device_removed": lambda e, b, a: (
         f"{e.actor_name} removed authenticator app {b.get('device')} of user {b.get('user')}"
     ),
+    "signin.record_deleted": lambda e, b, a: (
+        f"{e.actor_name} deleted a sign-in record ({b.get('kind')}) of {b.get('username')!r} "
+        f"from {b.get('ip') or '?'}"
+    ),
 }
 
 SENTENCES = {

@@ -166,3 +166,42 @@ def test_it_audits_a_superuser_removing_a_managers_authenticator(admin_client, r
     assert "removed authenticator app" in describe(removed)
     confirmed = [e for e in _events("mfa.device_confirmed") if e.object_id == str(manager.pk)]
     assert len(confirmed) == 1  # the enrolment, once (verifications are not audited)
+
+
+def test_it_audits_each_sign_in_record_a_superuser_deletes_in_the_admin(admin_client, root):
+    """Found by the insider's trial: the sign-in history (django-axes) could be deleted in the
+    admin without a trace. Deleting stays possible (it unlocks a locked-out pair before its
+    cool-off ends); each record deleted is audited, one at a time or a selection."""
+    from axes.models import AccessAttempt, AccessLog
+
+    attempt = AccessAttempt.objects.create(
+        username="maria_manager", ip_address="10.0.0.9", user_agent="x", get_data="",
+        post_data="", http_accept="", path_info="/accounts/login/", failures_since_start=5,
+    )  # fmt: skip
+    logs = [
+        AccessLog.objects.create(
+            username=name,
+            ip_address="10.0.0.8",
+            user_agent="x",
+            http_accept="",
+            path_info="/accounts/login/",
+        )  # fmt: skip
+        for name in ("otto", "sam")
+    ]
+    url = reverse("admin:axes_accessattempt_delete", args=[attempt.pk])
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    assert not AccessAttempt.objects.exists()
+    response = admin_client.post(
+        reverse("admin:axes_accesslog_changelist"),
+        {"action": "delete_selected", "_selected_action": [log.pk for log in logs], "post": "yes"},
+    )
+    assert response.status_code == 302
+    assert not AccessLog.objects.filter(pk__in=[log.pk for log in logs]).exists()
+    deleted = _events("signin.record_deleted")
+    assert sorted((e.before["username"], e.before["ip"]) for e in deleted) == [
+        ("maria_manager", "10.0.0.9"),
+        ("otto", "10.0.0.8"),
+        ("sam", "10.0.0.8"),
+    ]
+    assert {e.actor for e in deleted} == {root}
+    assert "deleted a sign-in record (access attempt) of 'maria_manager'" in describe(deleted[0])
