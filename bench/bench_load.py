@@ -26,7 +26,6 @@ import csv
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -36,6 +35,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+from tests.support import servers  # noqa: E402 - the repository's root is put on the path first
+
 OUT = HERE / "out"
 PORT = int(os.environ.get("BENCH_LOAD_PORT", "8765"))
 SECONDS = int(os.environ.get("BENCH_LOAD_SECONDS", "180"))
@@ -103,16 +105,10 @@ def _start(args, log_name, env):
 
 
 def _stop(proc):
-    """End the process group this bench started (make -> gunicorn -> its workers; celery)."""
+    """End the process group this bench started (make -> gunicorn -> its workers; celery), as
+    the tests stop a real server."""
     if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
+        servers.stop(proc)
     proc.log.close()
 
 
