@@ -8,6 +8,7 @@ document.
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -127,10 +128,14 @@ class PolicyVersion(models.Model):
 
     def engine(self) -> EnginePolicy:
         """The engine's Policy for this version (parsed from the stored canonical JSON)."""
-        return _PARSED.get(self.sha256, lambda: parse_policy(self.document))
+        # Kept by the hash of the document as read now, not by the `sha256` column: a document
+        # rewritten behind the app's back (the column left alone) is parsed afresh, so that a
+        # replay in a long-running process computes under what is stored and sees the change.
+        digest = hashlib.sha256(self.document.encode("utf-8")).hexdigest()
+        return _PARSED.get(digest, lambda: parse_policy(self.document))
 
 
-# A version never changes once approved, so its parsed form is kept by hash.
+# A version never changes once approved, so its parsed form is kept by the document's hash.
 _PARSED: Recent[str, EnginePolicy] = Recent(size=16)
 
 _FROZEN = ("policy", "version", "document", "sha256", "title", "status")

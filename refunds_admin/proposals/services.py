@@ -651,6 +651,10 @@ def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
     if hashlib.sha256(document.encode("utf-8")).hexdigest() != snapshot.sha256:
         differences.append(f"snapshot v{snapshot.version} no longer matches its SHA-256")
     version = proposal.policy_version
+    if hashlib.sha256(version.document.encode("utf-8")).hexdigest() != version.sha256:
+        differences.append(
+            f"the stored policy version {version.label} no longer matches its SHA-256"
+        )
     if (version.policy_id, version.version, version.sha256) != (
         proposal.policy_id,
         proposal.policy_version_number,

@@ -28,6 +28,7 @@ from tests.support.factories import (
     submitted_proposal,
     totp_code,
 )
+from tests.support.tampering import triggers_off
 
 pytestmark = pytest.mark.django_db
 PRESET_IDS = {
@@ -348,6 +349,30 @@ def test_replay_recomputes_under_the_stored_version(support, manager, other_mana
     result = proposals.replay_proposal(proposal)
     assert result.matches, result.differences
     assert proposal.rule == "not_in_the_money"
+
+
+def test_replay_reads_the_stored_policy_document_not_a_parsed_copy_kept_in_memory(support, manager):
+    """An auditor's replay in a long-running web process, after someone with the database's
+    superuser rewrote the approved policy version's document (its SHA-256 column left as it
+    was): the replay must see the document as stored now, not the parse kept since the
+    proposal was prepared, and say that it no longer matches."""
+    proposal = submitted_proposal(support)
+    proposal = proposals.approve_proposal(
+        proposal, acting_user=manager, fingerprint=proposal.fingerprint
+    )
+    assert proposals.replay_proposal(proposal).matches  # the parse is now kept in memory
+    version = proposal.policy_version
+    changed = version.document.replace(
+        '"not_in_the_money":{"equal_share_percent":0',
+        '"not_in_the_money":{"equal_share_percent":50',
+    )
+    assert changed != version.document
+    with triggers_off():
+        PolicyVersion.objects.filter(pk=version.pk).update(document=changed)
+    proposal.refresh_from_db()
+    result = proposals.replay_proposal(proposal)
+    assert not result.matches
+    assert any("no longer matches its SHA-256" in d for d in result.differences), result.differences
 
 
 def test_the_rule_preview_names_the_policy_and_its_rule_1_condition(support):
