@@ -157,3 +157,25 @@ def test_an_event_slipped_in_before_the_chain_without_a_hash_is_refused(support,
     forged.save(force_insert=True)
     with pytest.raises(CommandError, match=f"broken at event {first.pk}: it does not follow"):
         call_command("verify_audit")
+
+
+@pytest.mark.django_db
+def test_verify_audit_finds_events_removed_from_the_end_against_a_head_recorded_earlier(
+    support, capsys
+):
+    """Removing the newest events leaves a chain that is whole, only shorter: an auditor who
+    kept the head an earlier run printed finds that it is gone, or changed."""
+    open_incident(support)
+    out = _verify(capsys)
+    last = AuditEvent.objects.order_by("-id").first()
+    assert f"{last.pk}:{last.hash}" in out
+    call_command("verify_audit", "--head", f"{last.pk}:{last.hash}")  # as it was: intact
+    with triggers_off():
+        AuditEvent.objects.filter(pk=last.pk).delete()
+    assert "audit chain intact" in _verify(capsys)  # the chain alone cannot tell
+    with pytest.raises(CommandError, match=f"no longer holds event {last.pk}") as e:
+        call_command("verify_audit", "--head", f"{last.pk}:{last.hash}")
+    assert e.value.returncode == 1
+    earlier = AuditEvent.objects.order_by("-id").first()
+    with pytest.raises(CommandError, match=f"event {earlier.pk}, the head recorded earlier"):
+        call_command("verify_audit", "--head", f"{earlier.pk}:{'0' * 64}")
