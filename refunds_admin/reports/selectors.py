@@ -11,7 +11,7 @@ operator's time zone (settings.TIME_ZONE, the audit history's days too): a refun
 import statistics
 import zoneinfo
 from collections import defaultdict
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -56,7 +56,7 @@ def _window(start, end):
     qs = PostedTotal.objects.all()
     if start:
         qs = qs.filter(posted_at__gte=datetime.combine(start, time.min, tzinfo=zone))
-    if end:
+    if end and end < date.max:  # the last day there is: no day after it, no end at all
         qs = qs.filter(
             posted_at__lt=datetime.combine(end + timedelta(days=1), time.min, tzinfo=zone)
         )

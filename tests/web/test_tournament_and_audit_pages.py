@@ -200,3 +200,25 @@ def test_a_filter_that_cannot_be_read_lists_and_exports_nothing_rather_than_ever
         csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
     )
     assert rows == []
+
+
+@pytest.mark.django_db
+def test_the_last_day_there_is_as_the_end_of_a_range_means_no_end_not_a_500(client, world, auditor):
+    """An auditor who types 9999-12-31 as "to" (everything from a day on) got a server error
+    from the audit history, its export and the finance report: the day after it cannot be
+    written."""
+    client.force_login(auditor)
+    page = client.get(reverse("audit"), {"since": "2026-11-29", "until": "9999-12-31"})
+    assert page.status_code == 200
+    assert "recorded incident" in page.content.decode()
+    response = client.get(reverse("audit_export"), {"until": "9999-12-31"})
+    assert response.status_code == 200
+    rows = list(
+        csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    )
+    assert any(row["action"] == "incident.recorded" for row in rows)
+    for name in ("finance_report", "finance_report_chart", "finance_report_csv"):
+        response = client.get(reverse(name), {"start": "2026-01-01", "end": "9999-12-31"})
+        assert response.status_code == 200, name
+    response = client.get(reverse("finance_report_xlsx"), {"end": "9999-12-31"})
+    assert response.status_code == 200

@@ -1,5 +1,5 @@
 import json
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from urllib.parse import urlencode
 
 from django.shortcuts import render
@@ -21,11 +21,12 @@ def _filtered(request):
     form.is_valid()
     data = form.cleaned_data
     tz = timezone.get_current_timezone()
-    # Dates are days in the staff member's time zone; "to" includes the whole day.
+    # Dates are days in the staff member's time zone; "to" includes the whole day (the last
+    # day there is has no day after it: up to it is no end at all).
     since = datetime.combine(data["since"], time.min, tz) if data.get("since") else None
     until = (
         datetime.combine(data["until"] + timedelta(days=1), time.min, tz)
-        if data.get("until")
+        if data.get("until") and data["until"] < date.max
         else None
     )
     qs = queries.audit_events(
