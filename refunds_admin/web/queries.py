@@ -226,6 +226,9 @@ def snapshot_entries(snapshot, *, q=""):
     migration 0012)."""
     qs = Entry.objects.filter(snapshot=snapshot)
     q = (q or "").strip()
+    if "\x00" in q:
+        # PostgreSQL takes no NUL in a text parameter, and no stored id or name holds one.
+        return qs.none()
     if q:
         qs = qs.annotate(player_lower=player_id_lower(), **name_columns()).filter(
             Q(entry_id=q)

@@ -222,3 +222,17 @@ def test_the_last_day_there_is_as_the_end_of_a_range_means_no_end_not_a_500(clie
         assert response.status_code == 200, name
     response = client.get(reverse("finance_report_xlsx"), {"end": "9999-12-31"})
     assert response.status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_search_with_a_nul_character_finds_nothing_rather_than_a_500(client, world, auditor):
+    """PostgreSQL takes no NUL in a text parameter: a pasted search with one answered 500 on the
+    tournament list and a tournament's entries. No stored id or name holds one (imports refuse
+    it), so nothing matches."""
+    client.force_login(auditor)
+    response = client.get(reverse("tournament_list"), {"q": "UP-TEST\x00"})
+    assert response.status_code == 200 and "UP-TEST-1" not in response.content.decode()
+    url = reverse("tournament_detail", args=[world["tournament"].pk])
+    response = client.get(url, {"q": "e007\x00"})
+    assert response.status_code == 200 and "e008" not in response.content.decode()
+    assert "e008" in client.get(url).content.decode()  # listed when nothing is searched

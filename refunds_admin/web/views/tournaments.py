@@ -42,7 +42,10 @@ def tournament_list(request):
         entries=Coalesce("current_snapshot__entries_count", 0),
         snapshot_version=Coalesce("current_snapshot__version", 0),
     )
-    if q:
+    if "\x00" in q:
+        # PostgreSQL takes no NUL in a text parameter, and no stored id or name holds one.
+        tournaments = tournaments.none()
+    elif q:
         tournaments = tournaments.filter(Q(external_id__icontains=q) | Q(name__icontains=q))
     page = KeysetPage(
         request.GET,
