@@ -143,6 +143,13 @@ def verify_code(user, code):
         return device if device.verify_token(_digits(code)) else None
 
 
+def evidence(device, *, password=False):
+    """What the audit records of how a decision was confirmed: the second factor, naming the
+    device that accepted the code (and the password typed again, where the page asked for it)."""
+    factor = f"authenticator code (device {device.pk})"
+    return f"password and {factor}" if password else factor
+
+
 def _digits(code):
     code = "".join(str(code or "").split())
     return code if code.isdigit() and len(code) <= 8 else ""

@@ -48,6 +48,17 @@ def _wallet(after):
     return ""
 
 
+def _confirmed(after):
+    """How the decision was confirmed (accounts.mfa.evidence); events written before it was
+    recorded say nothing."""
+    factor = str(after.get("second_factor") or "")
+    if factor.startswith("password and "):
+        return ", with their password and an authenticator code"
+    if factor:
+        return ", with an authenticator code"
+    return ""
+
+
 def _snapshot_imported(e, before, after):
     if before:
         return (
@@ -197,7 +208,7 @@ SENTENCES = {
         f"{e.actor_name} submitted proposal {e.object_id} for approval"
     ),
     "proposal.approved": lambda e, b, a: (
-        f"{e.actor_name} approved proposal {e.object_id}{_money(a)}{_wallet(a)}"
+        f"{e.actor_name} approved proposal {e.object_id}{_money(a)}{_wallet(a)}{_confirmed(a)}"
     ),
     "proposal.rejected": lambda e, b, a: f"{e.actor_name} rejected proposal {e.object_id}",
     "notifications.statement_copy_sent": lambda e, b, a: (
@@ -414,8 +425,8 @@ SENTENCES.update(
             f"SHA-256 {str(a.get('sha256', ''))[:12]}…"
         ),
         "policy.version_approved": lambda e, b, a: (
-            f"{e.actor_name} approved policy version {_version(a)}: tournaments imported under "
-            f"{a.get('policy')} get it from now on"
+            f"{e.actor_name} approved policy version {_version(a)}{_confirmed(a)}: tournaments "
+            f"imported under {a.get('policy')} get it from now on"
         ),
         "policy.version_rejected": lambda e, b, a: (
             f"{e.actor_name} rejected policy version {_version(a)}"
@@ -476,6 +487,7 @@ SENTENCES.update(
         "outage.batch_approved": lambda e, b, a: (
             f"{e.actor_name} approved {_proposals(a)} of outage {e.object_id} at once "
             f"({_totals(a)}), outage fingerprint {str(a.get('fingerprint', ''))[:12]}…"
+            f"{_confirmed(a)}"
         ),
         "outage.batch_rejected": lambda e, b, a: (
             f"{e.actor_name} rejected {_proposals(a)} of outage {e.object_id} at once "

@@ -246,7 +246,8 @@ def approve_policy_version(
             f"{fresh.label} is not the one you read: its SHA-256 is {fresh.sha256[:12]}…, you "
             f"quoted {(sha256 or '')[:12] or 'none'}. Read it again."
         )
-    if mfa.verify_code(acting_user, code) is None:
+    device = mfa.verify_code(acting_user, code)
+    if device is None:
         raise Refused(
             "That code does not match your authenticator app (each code works once; wait for "
             "the next one).",
@@ -262,7 +263,7 @@ def approve_policy_version(
         fresh,
         actor=acting_user,
         before={"status": Status.PROPOSED},
-        after=_facts(fresh) | {"status": Status.APPROVED},
+        after=_facts(fresh) | {"status": Status.APPROVED, "second_factor": mfa.evidence(device)},
     )
     fresh.refresh_from_db()
     return fresh

@@ -404,7 +404,7 @@ def _name(p):
 
 
 @transaction.atomic
-def approve_batch(outage, *, seen, fingerprint, acting_user):
+def approve_batch(outage, *, seen, fingerprint, acting_user, second_factor=""):
     """Approve the proposals the manager reviewed, all or none.
 
     `seen` maps each proposal id to the fingerprint shown on the review page; `fingerprint` is
@@ -460,7 +460,9 @@ def approve_batch(outage, *, seen, fingerprint, acting_user):
     totals: defaultdict[str, int] = defaultdict(int)
     try:
         for p in locked:
-            services.approve_proposal(p, acting_user=acting_user, fingerprint=seen[p.pk])
+            services.approve_proposal(
+                p, acting_user=acting_user, fingerprint=seen[p.pk], second_factor=second_factor
+            )
             totals[p.currency] += p.total_cents
     except (Refused, IntegrityError) as exc:
         # Checked above under the same locks, so this is unexpected; the whole batch rolls back.
@@ -474,6 +476,7 @@ def approve_batch(outage, *, seen, fingerprint, acting_user):
             "proposals": sorted(seen),
             "count": len(seen),
             "totals": dict(sorted(totals.items())),
+            **({"second_factor": second_factor} if second_factor else {}),
         },
     )
     return locked

@@ -476,7 +476,7 @@ def submit_proposal(proposal: PayoutProposal, *, acting_user: User) -> PayoutPro
 
 @transaction.atomic
 def approve_proposal(
-    proposal: PayoutProposal, *, acting_user: User, fingerprint: str
+    proposal: PayoutProposal, *, acting_user: User, fingerprint: str, second_factor: str = ""
 ) -> PayoutProposal:
     """A second person's approval: a manager the proposal does not rest on (four eyes:
     PayoutProposal.why_not_decided_by), quoting the fingerprint they saw. Freezes the tournament's snapshot and schedules posting in
@@ -536,6 +536,8 @@ def approve_proposal(
             "currency": fresh.currency,
             "wallet": wallet,
             "wallet_identity": wallet_identity,
+            # How the approver confirmed it was them (accounts.mfa.evidence), for the auditor.
+            **({"second_factor": second_factor} if second_factor else {}),
         },
         # The players this approval credits, so that the history can be searched by player.
         player_ids=dict.fromkeys(

@@ -102,6 +102,38 @@ def test_it_approves_with_the_password_and_a_current_code(client, support, manag
     assert proposal.status in ("approved", "posting", "posted")
 
 
+def test_the_audit_says_an_approval_was_confirmed_with_a_code_and_which_device(
+    client, support, manager, other_manager
+):
+    """An auditor reading the history a year later sees that the approver gave their password
+    and a current code of their authenticator (which device), for a proposal and for a policy
+    version: the events said only who approved."""
+    from refunds_admin.audit.display import describe
+    from tests.support.factories import approved_policy_version
+
+    proposal = submitted_proposal(support)
+    client.force_login(manager)
+    response = client.post(
+        reverse("proposal_approval", args=[proposal.pk]),
+        {
+            "fingerprint": proposal.fingerprint,
+            "password": "pw-maria_manager",
+            "otp_token": totp_code(manager),
+        },
+    )
+    assert response.status_code == 302
+    device = mfa.confirmed_device(manager)
+    event = AuditEvent.objects.get(action="proposal.approved")
+    assert event.after["second_factor"] == f"password and authenticator code (device {device.pk})"
+    assert "with their password and an authenticator code" in describe(event)
+
+    approved_policy_version(other_manager, manager, policy_id="ultimatepoker-2026",
+                            **{"full_refund.within_minutes": 30})  # fmt: skip
+    event = AuditEvent.objects.get(action="policy.version_approved")
+    assert event.after["second_factor"] == f"authenticator code (device {device.pk})"
+    assert "with an authenticator code" in describe(event)
+
+
 def test_it_refuses_a_wrong_or_reused_code(client, support, manager):
     first = submitted_proposal(support)
     second = submitted_proposal(support, external_id="T-2")

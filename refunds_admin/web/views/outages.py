@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from refunds_admin.accounts.mfa import (
     decision_refusal,
+    evidence,
     money_decision,
     needs_device,
     session_verified,
@@ -443,6 +444,7 @@ def outage_review(request, pk):
                     seen=_seen(request),
                     fingerprint=approve_form.cleaned_data["fingerprint"],
                     acting_user=request.user,
+                    second_factor=evidence(approve_form.device, password=True),
                 )
             except Refused as exc:
                 refused = exc

@@ -635,7 +635,10 @@ def proposal_approval(request, pk):
         return _approval_page(request, proposal, approve_form=form, status=400)
     try:
         proposal_services.approve_proposal(
-            proposal, acting_user=request.user, fingerprint=form.cleaned_data["fingerprint"]
+            proposal,
+            acting_user=request.user,
+            fingerprint=form.cleaned_data["fingerprint"],
+            second_factor=mfa.evidence(form.device, password=True),
         )
     except Refused as exc:
         return _approval_page(request, proposal, approve_form=form, refused=exc.message, status=400)
