@@ -265,6 +265,20 @@ def test_it_replays_a_proposal_and_notices_a_rewritten_line(submitted, capsys):
         call_command("replay_proposal", submitted.pk)
 
 
+def test_the_replay_command_names_the_policy_version_it_recomputed_under(
+    submitted, capsys, manager, other_manager
+):
+    """An auditor replaying on the command line after the policy changed reads under which
+    version the cents were recomputed (the stored one, not today's), as the replay page says."""
+    from tests.support.factories import approved_policy_version
+
+    approved_policy_version(other_manager, manager, policy_id="ultimatepoker-2026",
+                            **{"full_refund.within_minutes": 240})  # fmt: skip
+    call_command("replay_proposal", submitted.pk)
+    out = capsys.readouterr().out
+    assert f"policy version, ultimatepoker-2026 v1 ({submitted.policy_sha256[:12]}…)" in out, out
+
+
 def test_it_replays_against_the_stored_document_not_the_current_one(submitted):
     # A rewritten snapshot document no longer matches its SHA-256.
     rewritten = submitted.snapshot.document.replace("40000", "40001")

@@ -23,7 +23,9 @@ class Command(BaseCommand):
         if result.matches:
             self.stdout.write(
                 f"OK: proposal {proposal.pk} recomputes exactly from snapshot "
-                f"v{proposal.snapshot.version} ({proposal.lines_count:,} lines)."
+                f"v{proposal.snapshot.version} ({proposal.lines_count:,} lines) under the stored "
+                f"policy version, {proposal.policy_id} v{proposal.policy_version_number} "
+                f"({proposal.policy_sha256[:12]}…), whatever the tournament runs under today."
             )
             return
         for difference in result.differences:
