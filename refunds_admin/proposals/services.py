@@ -25,6 +25,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from refunds_admin.accounts.roles import CAN_DECIDE, CAN_PREPARE, require_role
+from refunds_admin.audit.models import AuditEvent
 from refunds_admin.audit.services import record
 from refunds_admin.db import Same, copy_into_partition, fetch_beside, insert_columns
 from refunds_admin.errors import Refused, required_text
@@ -693,6 +694,7 @@ def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
         differences.append(f"rule: stored {proposal.rule}, recomputed {result.rule}")
     if proposal.approved_fingerprint and proposal.approved_fingerprint != proposal.fingerprint:
         differences.append("the approved fingerprint differs from the stored one")
+    differences += _audit_disagrees(proposal)
     stored = (
         PayoutLine.objects.filter(proposal=proposal)
         .order_by("position")
@@ -714,6 +716,34 @@ def replay_proposal(proposal: PayoutProposal) -> ReplayResult:
             f"lines: {proposal.lines_count} recorded, {count} stored, {len(result.lines)} recomputed"
         )
     return ReplayResult(not differences, proposal.fingerprint, recomputed, differences)
+
+
+def _audit_disagrees(proposal: PayoutProposal) -> list[str]:
+    """What the tamper-evident audit recorded of this proposal (the fingerprint it was last
+    prepared with, the one its manager approved) and the stored row no longer agrees with. A
+    proposal rewritten consistently behind the app's back (its facts, lines and fingerprint)
+    recomputes to itself; the audit's hash chain (verify_audit) still holds what was decided."""
+    found = []
+    events = AuditEvent.objects.filter(
+        object_type=PayoutProposal._meta.model_name,
+        object_id=str(proposal.pk),
+        action__in=("proposal.prepared", "proposal.approved"),
+    ).order_by("-id")
+    seen = set()
+    for action, after in events.values_list("action", "after"):
+        if action in seen or not isinstance(after, dict):
+            continue
+        seen.add(action)
+        recorded = str(after.get("fingerprint") or "")
+        if recorded and recorded != proposal.fingerprint:
+            verb = "approved" if action == "proposal.approved" else "prepared"
+            found.append(
+                f"the audit recorded the proposal {verb} with fingerprint {recorded[:12]}…, "
+                f"it now has {proposal.fingerprint[:12]}…"
+            )
+    if proposal.approved_at is not None and "proposal.approved" not in seen:
+        found.append("the audit holds no approval of this approved proposal")
+    return found
 
 
 # The engine's proposal behind a stored one, for statements (a player's "why did I get this?").

@@ -279,6 +279,48 @@ def test_the_replay_command_names_the_policy_version_it_recomputed_under(
     assert f"policy version, ultimatepoker-2026 v1 ({submitted.policy_sha256[:12]}…)" in out, out
 
 
+def test_replay_checks_the_fingerprint_the_audit_recorded_at_approval(submitted, manager):
+    """Someone with the database's superuser rewrites an approved proposal consistently: its
+    failure time (within 20 minutes of the start: a full refund), its lines, rule, totals and
+    fingerprint, all as the engine computes them. The proposal then recomputes to itself; only
+    the tamper-evident audit still holds the fingerprint the manager approved, and the replay
+    must compare with it."""
+    proposal = services.approve_proposal(
+        submitted, acting_user=manager, fingerprint=submitted.fingerprint
+    )
+    assert services.replay_proposal(proposal).matches
+    started = parse_snapshot(proposal.snapshot.document, stored=True).starts_at.at
+    failed_at = started + timezone.timedelta(minutes=10)
+    forged = services._compute(
+        parse_snapshot(proposal.snapshot.document, stored=True),
+        failed_at,
+        proposal.site_wide_issue,
+        proposal.policy_version,
+    )
+    assert forged.rule == "full_refund" and forged.fingerprint() != proposal.fingerprint
+    with triggers_off():
+        for position, line in enumerate(forged.lines):
+            PayoutLine.objects.filter(proposal=proposal, position=position).update(
+                **{
+                    column: services.payments_json(getattr(line, attr))
+                    if attr == "refunds"
+                    else getattr(line, attr)
+                    for column, attr in services._LINE_FIELDS
+                }
+            )
+        PayoutProposal.objects.filter(pk=proposal.pk).update(
+            failed_at=failed_at,
+            rule=forged.rule,
+            fingerprint=forged.fingerprint(),
+            approved_fingerprint=forged.fingerprint(),
+            total_cents=sum(line.total for line in forged.lines),
+        )
+    proposal.refresh_from_db()
+    result = services.replay_proposal(proposal)
+    assert not result.matches
+    assert any("the audit recorded" in d for d in result.differences), result.differences
+
+
 def test_it_replays_against_the_stored_document_not_the_current_one(submitted):
     # A rewritten snapshot document no longer matches its SHA-256.
     rewritten = submitted.snapshot.document.replace("40000", "40001")
