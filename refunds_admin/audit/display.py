@@ -12,6 +12,7 @@ from django.utils import timezone
 from refunds_admin.payouts.labels import rule_label
 from refunds_admin.payouts.labels import rule_name as _rule
 from refunds_admin.payouts.money import display, format_cents
+from refunds_admin.zones import zone_name
 
 
 def when(value):
@@ -25,7 +26,8 @@ def when(value):
         return value
     if timezone.is_naive(moment):
         return value
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z")
+    local = timezone.localtime(moment)
+    return f"{local:%Y-%m-%d %H:%M:%S} {zone_name(local)}"
 
 
 def _cause(value):

@@ -27,6 +27,7 @@ from refunds_admin.policies.describe import full_refund_condition
 from refunds_admin.tournaments import services as tournaments
 from refunds_admin.tournaments.models import Snapshot, Tournament
 from refunds_admin.tournaments.services import engine_snapshot
+from refunds_admin.zones import zone_name
 
 from .models import RESUME_WINDOW, Incident, RestartAttempt
 
@@ -65,7 +66,8 @@ class RulePreview(NamedTuple):
 
 def local_words(value: datetime) -> str:
     """A moment as staff read it: in their time zone (the active one), named."""
-    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S %Z")
+    local = timezone.localtime(value)
+    return f"{local:%Y-%m-%d %H:%M:%S} {zone_name(local)}"
 
 
 def _check_moment(

@@ -34,6 +34,27 @@ def test_it_shows_times_in_the_staff_zone_with_utc_in_the_tooltip():
     assert 'title="2026-11-29 21:14:00 UTC"' in html
 
 
+def test_a_zone_abbreviation_two_offered_zones_share_is_followed_by_its_offset():
+    """Asia/Manila and America/Los_Angeles, both offered, are both "PST": a statement printed
+    or an audit history read in Manila said "2026-01-01 07:10 PST", which reads as Pacific time.
+    The offset follows such an abbreviation wherever a moment is named."""
+    import zoneinfo
+    from datetime import UTC, datetime
+
+    from refunds_admin.audit.display import when
+    from refunds_admin.incidents.services import local_words
+
+    value = datetime(2025, 12, 31, 23, 10, tzinfo=UTC)
+    with timezone.override(zoneinfo.ZoneInfo("Asia/Manila")):
+        assert "2026-01-01 07:10 PST (UTC+08:00)" in staff_time(value)
+        assert when(value.isoformat()) == "2026-01-01 07:10:00 PST (UTC+08:00)"
+        assert local_words(value) == "2026-01-01 07:10:00 PST (UTC+08:00)"
+    with timezone.override(zoneinfo.ZoneInfo("America/Los_Angeles")):
+        assert "2025-12-31 15:10 PST (UTC-08:00)" in staff_time(value)
+    with timezone.override(zoneinfo.ZoneInfo("Europe/Malta")):
+        assert staff_time(value).endswith("2026-01-01 00:10 CET</time>")  # unambiguous: as it was
+
+
 @pytest.mark.django_db
 def test_it_remembers_the_chosen_time_zone_for_the_whole_session(client, world, support):
     client.force_login(support)

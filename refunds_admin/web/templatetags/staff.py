@@ -17,6 +17,7 @@ from refunds_admin.incidents.services import elapsed_in_words
 from refunds_admin.payouts.labels import rule_label as _rule_label
 from refunds_admin.payouts.money import display, to_cents
 from refunds_admin.policies.describe import full_refund_condition
+from refunds_admin.zones import zone_name
 
 register = template.Library()
 
@@ -47,7 +48,7 @@ def staff_time(value, fmt="Y-m-d H:i"):
         utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
         utc.strftime("%Y-%m-%d %H:%M:%S"),
         date_format(local, fmt),
-        local.tzname(),
+        zone_name(local),
     )
 
 
