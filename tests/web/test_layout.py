@@ -56,6 +56,17 @@ def test_a_zone_abbreviation_two_offered_zones_share_is_followed_by_its_offset()
 
 
 @pytest.mark.django_db
+def test_a_printed_statement_names_its_zone_without_ambiguity(client, world, auditor):
+    """The statement's "printed" line named the zone by its abbreviation alone ("PST" in
+    Manila), unlike the rest of the page."""
+    client.force_login(auditor)
+    client.post(reverse("set_timezone"), {"tz": "Asia/Manila"})
+    url = reverse("proposal_statement", args=[world["proposal"].pk, "e001"])
+    page = client.get(url).content.decode()
+    assert re.search(r"printed <time [^>]*>[-0-9 :]+ PST \(UTC\+08:00\)</time>", page), page
+
+
+@pytest.mark.django_db
 def test_it_remembers_the_chosen_time_zone_for_the_whole_session(client, world, support):
     client.force_login(support)
     url = reverse("incident_detail", args=[world["incident"].pk])

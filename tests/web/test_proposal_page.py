@@ -207,7 +207,10 @@ def test_it_shows_an_entrys_statement_with_the_amounts_in_their_own_column(
     page = client.get(
         reverse("proposal_statement", args=[proposal.pk, line.entry_id])
     ).content.decode()
-    printed = re.search(r"Refund statement, printed (\d{4}-\d\d-\d\d \d\d:\d\d) (\w+)</p>", page)
+    printed = re.search(
+        r"Refund statement, printed <time [^>]*>(\d{4}-\d\d-\d\d \d\d:\d\d) (\w+)[^<]*</time></p>",
+        page,
+    )
     assert printed and printed.group(2) in ("PST", "PDT")
     expected = timezone.localtime(timezone.now(), ZoneInfo("America/Los_Angeles"))
     shown = datetime.strptime(printed.group(1), "%Y-%m-%d %H:%M").replace(tzinfo=expected.tzinfo)

@@ -7,6 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -346,7 +347,14 @@ def proposal_statement(request, pk, entry_id):
     return render(
         request,
         template,
-        {"proposal": proposal, "line": line, "text": text, "credits": credits, "span": span},
+        {
+            "proposal": proposal,
+            "line": line,
+            "text": text,
+            "credits": credits,
+            "span": span,
+            "printed_at": timezone.now(),
+        },
     )
 
 
