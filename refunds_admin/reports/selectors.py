@@ -4,8 +4,9 @@ PostedTotal is written by the posting job in the transaction that marks a propos
 the credits themselves, so these totals are the ledger's to the cent; the report reads one row
 per posting (about a thousand a year), never the millions of credits. The date range is on the
 day a proposal was posted, both ends included, and the months are calendar months, both in the
-operator's time zone (settings.TIME_ZONE, the audit history's days too): a refund posted at
-23:30 there is on that day in both, whoever reads them.
+operator's time zone (settings.TIME_ZONE): a refund posted at 23:30 there is on that day in
+both, whoever reads them. (The audit history's days are the reader's own time zone, as its
+times are: docs/ui.md.)
 """
 
 import statistics
