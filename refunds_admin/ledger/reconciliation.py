@@ -84,8 +84,16 @@ def _few(items, n=3):
 def compare(ours, theirs) -> Comparison:
     """`ours`: the ledger's credits, dicts with key, amount_cents, method, ticket_id.
     `theirs`: the cashier's, dicts with key, amount_cents and, when not cash, method and
-    ticket_id (no method means cash, as in the cashier's API)."""
+    ticket_id (no method means cash, as in the cashier's API).
+
+    cashier-api.md's reconciliation answer gives each credit's key, credit_id, amount, currency
+    and player_id, and no form. A cashier that names no method on any credit does not report
+    forms: each of its credits is taken in the form booked under its key (the cashier applied
+    that key's body, method and ticket included, or answered 409), so a ticket is not called
+    "paid in another form" for a field the answer never has. A cashier that names a method on
+    some credit reports forms, and a credit without one is cash."""
     result = Comparison()
+    reports_forms = any("method" in credit for credit in theirs)
     booked = {}
     for credit in ours:
         booked[credit["key"]] = credit
@@ -98,6 +106,9 @@ def compare(ours, theirs) -> Comparison:
     tickets: Counter[str] = Counter()
     for credit in theirs:
         key = credit["key"]
+        if not reports_forms and key in booked:
+            mine = booked[key]
+            credit = {**credit, "method": mine.get("method"), "ticket_id": mine.get("ticket_id")}
         method = credit.get("method") or CASH
         result.cashier_by_method[method] = (
             result.cashier_by_method.get(method, 0) + credit["amount_cents"]

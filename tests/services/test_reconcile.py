@@ -111,6 +111,25 @@ def test_a_ticket_paid_as_cash_or_as_another_ticket_or_twice_is_a_mismatch():
     assert found.cashier_by_method["cash"] == 3000 != found.ledger_by_method["cash"]
 
 
+def test_a_cashier_answering_as_the_spec_says_without_forms_reconciles():
+    # cashier-api.md's reconciliation answer: key, credit_id, amount, currency, player_id and
+    # no method. The credits confirmed under their keys are in the form booked, not cash.
+    from refunds_admin.ledger.reconciliation import compare
+
+    spec_shaped = [
+        {"key": c["key"], "credit_id": "c" + c["key"], "amount_cents": c["amount_cents"]}
+        for c in _ours()
+    ]
+    found = compare(_ours(), spec_shaped)
+    assert found.wrong_method == [] and found.wrong_ticket == []
+    assert found.problems(complete=True) == []
+    assert found.cashier_by_method == found.ledger_by_method
+    assert (found.ledger_tickets, found.cashier_tickets) == (1, 1)
+    # Amounts and keys are still compared.
+    spec_shaped[2] = spec_shaped[2] | {"amount_cents": 5000}
+    assert compare(_ours(), spec_shaped).amounts_differ == ["k-t1"]
+
+
 def test_before_posted_only_what_the_cashier_holds_must_be_right():
     from refunds_admin.ledger.reconciliation import compare
 
