@@ -319,3 +319,14 @@ def test_a_file_numbered_otherwise_is_told_the_number_the_app_gave(client, manag
     page = html.unescape(response.content.decode())
     assert PolicyVersion.objects.get(policy_id="house-rules").version == 1
     assert "The file said version 3" in page and "numbered v1" in page
+
+
+def test_typed_fields_are_not_told_a_file_gave_a_number(client, manager):
+    """Found by the second operator's trial: proposing roll-forward-50-50 v2 from the typed
+    fields said "The file said version 1; ... numbered v2": there was no file, and the form
+    asks for no number."""
+    client.force_login(manager)
+    response = client.post(reverse("policy_propose"), _fields(within_minutes="10"), follow=True)
+    page = html.unescape(response.content.decode())
+    assert "roll-forward-50-50 v2 proposed" in page
+    assert "The file said" not in page

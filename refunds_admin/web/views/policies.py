@@ -179,7 +179,8 @@ def policy_propose(request):
             else:
                 renumbered = ""
                 given = version.numbered_in_document
-                if isinstance(given, int) and given != version.version:
+                # Typed fields carry no number of their own: only a file can have said one.
+                if by_file and isinstance(given, int) and given != version.version:
                     renumbered = (
                         f" The file said version {given}; versions are numbered by the app, one "
                         f"after the other, so this one is numbered v{version.version}."
