@@ -485,7 +485,7 @@ PRIZE_REQUIRED = ("place", "amount")
 
 # The tournament fields typed in the form.
 TOURNAMENT_FIELDS = ("external_id", "name", "currency", "buy_in", "fee", "starts_at")
-TOURNAMENT_OPTIONAL = ("chips_in_play", "bounty", "guarantee")
+TOURNAMENT_OPTIONAL = ("chips_in_play", "bounty", "guarantee", "policy")
 
 # At most 19 digits: every number the format holds fits a 64-bit integer (the engine then checks
 # the column's own range); a longer one is refused before int() spends time on it.
@@ -667,7 +667,7 @@ def _tournament_from_fields(fields: Mapping[str, Any]) -> tuple[dict[str, Any], 
         if hasattr(value, "isoformat"):
             value = value.isoformat()
         tournament[name] = str(value).strip()
-    for name in ("bounty", "guarantee"):
+    for name in ("bounty", "guarantee", "policy"):
         value = fields.get(name)
         if value is not None and str(value).strip() != "":
             tournament[name] = str(value).strip()

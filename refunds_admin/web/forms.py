@@ -20,6 +20,7 @@ from refunds_admin.payouts.snapshot import (
     MAX_DOCUMENT_BYTES,
     NO_SUCH_OFFSET,
 )
+from refunds_admin.policies.services import known_policy_ids
 from refunds_admin.tournaments.models import Tournament
 
 
@@ -106,6 +107,12 @@ class CsvImportForm(forms.Form):
     guarantee = forms.CharField(
         label="Guaranteed prize pool (optional)", max_length=20, required=False
     )
+    policy = forms.ChoiceField(
+        label="Cancellation policy (optional)",
+        required=False,
+        help_text="The snapshot's tournament.policy. Empty: a new tournament gets the default "
+        "policy; one imported before keeps its own.",
+    )
     entries_csv = forms.FileField(
         label="Entries CSV",
         help_text="Columns: entry_id, player_id, screen_name, status, chips, finish_place, "
@@ -117,6 +124,13 @@ class CsvImportForm(forms.Form):
         label="Prize table CSV",
         help_text="Columns: place (3, or a range 10-18), amount, non_cash, description",
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The ids a snapshot may name: policies with an approved version.
+        self.fields["policy"].choices = [("", "The default policy")] + [  # type: ignore[attr-defined]
+            (policy_id, policy_id) for policy_id in sorted(known_policy_ids())
+        ]
 
     def clean_entries_csv(self):
         return _at_most(self.cleaned_data.get("entries_csv"), MAX_CSV_BYTES)
@@ -139,7 +153,7 @@ class CsvImportForm(forms.Form):
             fields["starts_at"] = data["starts_at"].isoformat()
         if data.get("chips_in_play") is not None:
             fields["chips_in_play"] = data["chips_in_play"]
-        for name in ("bounty", "guarantee"):
+        for name in ("bounty", "guarantee", "policy"):
             if (data.get(name) or "").strip():
                 fields[name] = data[name].strip()
         return fields
