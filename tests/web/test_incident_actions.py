@@ -293,3 +293,22 @@ def test_a_refusal_to_apply_the_policy_says_what_to_do_next(client, support, man
     step = body.split('id="refused-next-step"', 1)[1].split("</p>", 1)[0]
     assert "Ask a manager" not in step and "you can" in step
     assert 'href="#finding-form"' in step and 'id="finding-form"' in body
+
+
+@pytest.mark.django_db
+def test_the_finding_button_says_managements_finding_not_the_seeds_site_wide_issue(
+    client, support, manager
+):
+    """Found by the second operator's trial: under a policy whose finding is "Management chose
+    to roll the tournament back", the form headed "Confirm management's finding" (and the
+    refused-prepare step pointing to it) was sent by a button reading "Confirm site-wide
+    issue", the seed policy's finding."""
+    from tests.support.factories import open_incident
+
+    incident = open_incident(support, policy="roll-forward-50-50")
+    client.force_login(manager)
+    body = client.get(reverse("incident_detail", args=[incident.pk])).content.decode()
+    form = body.split('id="finding-form"', 1)[1].split("</form>", 1)[0].replace("&#x27;", "'")
+    assert "Management chose to roll the tournament back" in form
+    assert "site-wide" not in form
+    assert '<button type="submit">Confirm management\'s finding</button>' in form
