@@ -202,6 +202,10 @@ SENTENCES = {
         f"{e.actor_name} applied {a['finding_by']}'s finding that site-wide issues impaired "
         f"play to incident {e.object_id}: rule {_rule(a.get('rule'))}"
         if a.get("finding_by")
+        # Recorded since the finding's words were: the policy's own (its management_finding).
+        else f"{e.actor_name} confirmed management's finding “{a['finding']}” under "
+        f"{a.get('policy')} (incident {e.object_id}): rule {_rule(a.get('rule'))}"
+        if a.get("finding")
         else f"{e.actor_name} confirmed that site-wide issues impaired play (incident "
         f"{e.object_id}): rule {_rule(a.get('rule'))}"
     ),

@@ -624,7 +624,15 @@ def confirm_site_wide_issue(
         site_wide_applied_by=applied_by,
         rule=rule,
     )
-    after = {"site_wide_issue": True, "rule": rule}
+    # The finding in the words of the policy it was confirmed under: the history says what the
+    # manager confirmed, whatever the tournament's policy later becomes.
+    version = fresh.tournament.policy_version
+    after = {
+        "site_wide_issue": True,
+        "rule": rule,
+        "finding": version.engine().management_finding,
+        "policy": version.label,
+    }
     if applied_by is not None:
         after |= {"finding_by": author.get_username(), "applied_by": applied_by.get_username()}
     record(

@@ -268,3 +268,22 @@ def test_it_previews_in_the_money(support):
     assert preview.sentence.startswith(
         "failed 1 h 5 min after start with 3 entries left, within the 3 paid places"
     )
+
+
+def test_the_history_names_the_finding_in_the_policys_own_words(support, manager):
+    """Found by the second operator's trial: under a policy whose finding is "Management chose
+    to roll the tournament back", the incident's timeline and the audit read "manager confirmed
+    that site-wide issues impaired play", the seed policy's finding, not the one confirmed."""
+    from refunds_admin.audit.display import describe
+
+    incident = open_incident(support, policy="roll-forward-50-50")
+    services.confirm_site_wide_issue(incident, justification="rolled back", acting_user=manager)
+    event = AuditEvent.objects.get(action="incident.site_wide_confirmed")
+    assert event.after["finding"] == "Management chose to roll the tournament back"
+    assert event.after["policy"] == "roll-forward-50-50 v1"
+    sentence = describe(event)
+    assert "site-wide" not in sentence, sentence
+    assert (
+        f"{manager.get_username()} confirmed management's finding “Management chose to roll "
+        f"the tournament back” under roll-forward-50-50 v1 (incident {incident.pk})"
+    ) in sentence
