@@ -141,6 +141,7 @@ def rule_sentence(
     paid_places: int,
     policy: Policy | None = None,
     knockout: bool = False,
+    rebuys: bool = False,
 ) -> str:
     """The sentence shown beside the incident form and to the approver, e.g. "failed 14 min
     after start: full refund of buy-in and fee to all 1,000 entries".
@@ -154,7 +155,7 @@ def rule_sentence(
         when = f"failed {elapsed_in_words(elapsed_seconds)} before the start"
     else:
         when = f"failed {elapsed_in_words(elapsed_seconds)} after start"
-    payout = _payout_words(rule, policy, knockout)
+    payout = _payout_words(rule, policy, knockout, rebuys)
     if rule == FULL_REFUND:
         confirmed = (
             "site-wide issues confirmed"
@@ -190,13 +191,18 @@ def _within_window(policy: Policy, elapsed_seconds: float) -> bool:
 _RETURNED_WORDS = {"buy_in_and_rebuys": "buy-in refunded", "buy_in": "first buy-in refunded"}
 
 
-def _payout_words(rule: str, policy: Policy | None, knockout: bool) -> str:
+def _payout_words(rule: str, policy: Policy | None, knockout: bool, rebuys: bool = False) -> str:
     """What each paid entry receives under `rule`, in the policy's terms (labels.RULE_TEXT's
-    words for the default policy)."""
+    words for the default policy). A full refund names what it returns: the rebuys and their
+    fees too in a tournament with rebuys or add-ons."""
     bounty = ", and the bounty on each head refunded" if knockout else ""
     if rule == FULL_REFUND:
-        paid = "buy-in, knockout part and fee" if knockout else "buy-in and fee"
-        return f"full refund of {paid}"
+        parts = [
+            "buy-in",
+            *(["rebuys"] if rebuys else []),
+            *(["knockout part"] if knockout else []),
+        ]
+        return f"full refund of {', '.join(parts)} and {'fees' if rebuys else 'fee'}"
     if policy is None:
         return RULE_TEXT[rule].payout + bounty
     if rule == IN_THE_MONEY:
@@ -244,6 +250,7 @@ def preview_rule(
         paid_places=parsed.last_paid_place,
         policy=policy,
         knockout=parsed.is_knockout,
+        rebuys=parsed.has_rebuys,
     )
     return RulePreview(
         rule,

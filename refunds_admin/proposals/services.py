@@ -422,6 +422,7 @@ def _figures(
         paid_places=parsed.last_paid_place,
         policy=policy,
         knockout=parsed.is_knockout,
+        rebuys=parsed.has_rebuys,
     )
     figures["elapsed_seconds"] = int(result.elapsed_seconds)
     figures["snapshot_version"] = snapshot.version

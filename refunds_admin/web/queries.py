@@ -514,6 +514,7 @@ def proposal_figures(proposal):
         paid_places=proposal.snapshot.prize_places.filter(amount_cents__gt=0).count(),
         policy=proposal.policy_version.engine(),
         knockout=tournament.bounty_cents is not None,
+        rebuys=proposal.snapshot.uses_rebuys,
     )
     return computed
 

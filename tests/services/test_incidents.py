@@ -287,3 +287,25 @@ def test_the_history_names_the_finding_in_the_policys_own_words(support, manager
         f"{manager.get_username()} confirmed management's finding “Management chose to roll "
         f"the tournament back” under roll-forward-50-50 v1 (incident {incident.pk})"
     ) in sentence
+
+
+def test_the_rule_sentence_names_the_rebuys_a_full_refund_returns(support):
+    """Found by the second operator's trial: in a rebuy tournament the incident preview, the
+    proposal and the approval page read "full refund of buy-in and fee" (or "buy-in, knockout
+    part and fee"), while the refund returns the rebuys and their fees too, as the statement
+    says ("buy-in and rebuys, fees and the knockout part")."""
+    rebuy = {"rebuys_paid": "30.00", "rebuy_fees_paid": "3.00"}
+    tournament = import_doc(support, entry_fields={0: rebuy}).tournament
+    preview = services.preview_rule(tournament, tournament.starts_at + timedelta(minutes=14))
+    assert preview.rule == "full_refund"
+    assert preview.sentence == (
+        "failed 14 min after start: full refund of buy-in, rebuys and fees to all 10 entries"
+    )
+    knockout = import_doc(
+        support,
+        external_id="T-KO-REBUY",
+        bounty="10.00",
+        entry_fields={0: rebuy},
+    ).tournament
+    preview = services.preview_rule(knockout, knockout.starts_at + timedelta(minutes=14))
+    assert "full refund of buy-in, rebuys, knockout part and fees" in preview.sentence
