@@ -136,6 +136,13 @@ def run(
             stderr.write(f"  {problem}\n")
         if exc.more:
             stderr.write(f"  and {exc.more} more\n")
+        if policy is None and any(p.field == "tournament.policy" for p in exc.problems):
+            # Without the database the command line knows only the shipped presets: an
+            # operator's own policy, approved in the app, is given as its document.
+            stderr.write(
+                "  (the command line knows only the shipped presets: compute under another "
+                "policy with --policy POLICY.json, its cancellation-policy/1 document)\n"
+            )
         return 1
     if explain_entry is not None:
         try:

@@ -105,3 +105,25 @@ def test_refunds_json_writes_a_ticket_with_its_id():
         {"method": "ticket", "amount": "55.00", "ticket_id": "T-1"},
         {"method": "cash", "amount": "0.05"},
     ]
+
+
+def test_the_command_line_says_how_to_compute_under_a_policy_it_does_not_ship(tmp_path):
+    """Found by the second operator's trial: a snapshot naming the operator's own policy
+    (approved in the app) was refused by compute_payouts with "'acme-poker-2027' is not a
+    policy this app knows", though the app knows it: the command line runs without the
+    database and knows only the shipped presets. It now says so and names --policy."""
+    import io
+    import json
+    from pathlib import Path
+
+    from refunds_admin.payouts.cli import main
+
+    examples = Path(__file__).resolve().parent.parent / "data" / "examples"
+    doc = json.loads((examples / "10-roll-forward-published-example.scenario.json").read_text())
+    doc["tournament"]["policy"] = "acme-poker-2027"
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(doc))
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(path)], stdout=out, stderr=err) == 1
+    assert "tournament.policy" in err.getvalue()
+    assert "--policy" in err.getvalue() and "shipped presets" in err.getvalue()
