@@ -209,6 +209,8 @@ def _payout_words(rule: str, policy: Policy | None, knockout: bool, rebuys: bool
         guaranteed, percent = "next prize", policy.in_the_money_equal_share_percent
     else:
         guaranteed = _RETURNED_WORDS.get(policy.not_in_the_money_returned, "")
+        if rebuys and policy.not_in_the_money_returned == "buy_in_and_rebuys":
+            guaranteed = "buy-in and rebuys refunded"
         percent = policy.not_in_the_money_equal_share_percent
     pool = "the rest" if guaranteed else "the pool"
     if percent == 0:
@@ -218,7 +220,7 @@ def _payout_words(rule: str, policy: Policy | None, knockout: bool, rebuys: bool
     else:
         shared = f"{percent}% of {pool} in equal shares and {100 - percent}% by chip equity"
     words = f"{guaranteed} plus {shared}" if guaranteed else shared
-    return f"{words}, and the fee refunded{bounty}"
+    return f"{words}, and the {'fees' if rebuys else 'fee'} refunded{bounty}"
 
 
 def _rule_for(
@@ -258,7 +260,7 @@ def preview_rule(
         fails_before_start(parsed, failed_at),
         policy=f"{tournament.policy_version.label}: {policy.title}",
         condition=full_refund_condition(policy),
-        full_refund=_payout_words(FULL_REFUND, policy, parsed.is_knockout),
+        full_refund=_payout_words(FULL_REFUND, policy, parsed.is_knockout, parsed.has_rebuys),
         entries=snapshot.entries_count,
     )
 
@@ -398,7 +400,7 @@ def record_incident(
         problems += e.problems
     if not problems and fails_before_start(parsed, failed_at) and not before_start_confirmed:
         start = local_words(parsed.starts_at.at)
-        full_refund = _payout_words(FULL_REFUND, None, parsed.is_knockout)
+        full_refund = _payout_words(FULL_REFUND, None, parsed.is_knockout, parsed.has_rebuys)
         problems.append(
             ("failed_at", BEFORE_START_PROBLEM.format(start=start, full_refund=full_refund))
         )

@@ -309,3 +309,18 @@ def test_the_rule_sentence_names_the_rebuys_a_full_refund_returns(support):
     ).tournament
     preview = services.preview_rule(knockout, knockout.starts_at + timedelta(minutes=14))
     assert "full refund of buy-in, rebuys, knockout part and fees" in preview.sentence
+
+
+def test_before_the_money_the_sentence_names_the_rebuys_returned(support):
+    """The same trial: before the money under the default policy (buy-in and rebuys back), a
+    rebuy tournament read "buy-in refunded ..., and the fee refunded" while the rebuys and
+    their fees are returned too."""
+    rebuy = {"rebuys_paid": "30.00", "rebuy_fees_paid": "3.00"}
+    tournament = import_doc(support, entry_fields={0: rebuy}).tournament
+    preview = services.preview_rule(tournament, tournament.starts_at + timedelta(hours=1))
+    assert preview.rule == "not_in_the_money"
+    assert "buy-in and rebuys refunded plus" in preview.sentence
+    assert "and the fees refunded" in preview.sentence
+    plain = import_doc(support, external_id="T-PLAIN").tournament
+    preview = services.preview_rule(plain, plain.starts_at + timedelta(hours=1))
+    assert "buy-in refunded plus" in preview.sentence and "the fee refunded" in preview.sentence

@@ -664,12 +664,15 @@ def test_a_knockouts_failure_before_the_start_is_confirmed_in_its_own_words(clie
         client, support, lambda started: knockout_doc("T-EARLY-KO", starts_at=started)
     )
     confirm = preview.split('class="field confirm-before-start"')[1].split("</label>")[0]
-    assert "a full refund of buy-in, knockout part and fee to all" in confirm
+    # knockout_doc has rebuys: they and their fees are refunded too.
+    assert "a full refund of buy-in, rebuys, knockout part and fees to all" in confirm
     refused = client.post(
         reverse("incident_new"),
         {"tournament": tournament.pk, "failed_at": before, "cause": "server_crash"},
     ).content.decode()
-    assert "that is rule 1, a full refund of buy-in, knockout part and fee to every" in refused
+    assert "that is rule 1, a full refund of buy-in, rebuys, knockout part and fees to every" in (
+        refused
+    )
 
 
 def test_it_names_who_rejected_a_proposal(client, support, manager, auditor):
