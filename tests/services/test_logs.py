@@ -12,6 +12,7 @@ from django.test import Client, override_settings
 from refunds_admin.ledger.tasks import post_proposal
 from refunds_admin.ops import logs
 from tests.support.factories import draft_proposal
+from tests.support.pages import approve_on_page
 
 SECRET = "s3cr3t-Value-9f8e7d"
 
@@ -206,22 +207,12 @@ def in_process(monkeypatch):
 def test_a_task_run_in_process_logs_with_the_request_that_ran_it(
     in_process, json_lines, support, manager
 ):
-    from django.urls import reverse
-
-    from tests.support.factories import submitted_proposal, totp_code
+    from tests.support.factories import submitted_proposal
 
     proposal = submitted_proposal(support)
     client = Client()
     client.force_login(manager)
-    response = client.post(
-        reverse("proposal_approval", args=[proposal.pk]),
-        {
-            "fingerprint": proposal.fingerprint,
-            "password": "pw-maria_manager",
-            "otp_token": totp_code(manager),
-        },
-        HTTP_X_REQUEST_ID="approval-in-process-1",
-    )
+    response = approve_on_page(client, proposal, manager, HTTP_X_REQUEST_ID="approval-in-process-1")
     assert response.status_code == 302, response.content.decode()
     proposal.refresh_from_db()
     assert proposal.status == "posted"

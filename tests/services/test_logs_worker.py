@@ -7,9 +7,9 @@ import json
 
 import pytest
 from django.test import Client
-from django.urls import reverse
 
-from tests.support.factories import submitted_proposal, totp_code
+from tests.support.factories import submitted_proposal
+from tests.support.pages import approve_on_page
 from tests.support.posting_support import wait_for, wait_until_posted
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
@@ -44,15 +44,7 @@ def test_a_tasks_log_lines_carry_the_id_of_the_request_that_queued_it(
     proposal = submitted_proposal(support)
     client = Client()
     client.force_login(manager)
-    response = client.post(
-        reverse("proposal_approval", args=[proposal.pk]),
-        {
-            "fingerprint": proposal.fingerprint,
-            "password": "pw-maria_manager",
-            "otp_token": totp_code(manager),
-        },
-        HTTP_X_REQUEST_ID=REQUEST_ID,
-    )
+    response = approve_on_page(client, proposal, manager, HTTP_X_REQUEST_ID=REQUEST_ID)
     assert response.status_code == 302, response.content.decode()
     assert response["X-Request-ID"] == REQUEST_ID
     assert wait_until_posted(proposal).state == "posted"
@@ -81,15 +73,7 @@ def test_beats_periodic_tasks_carry_no_request_id_even_on_a_worker_that_ran_a_re
     proposal = submitted_proposal(support)
     client = Client()
     client.force_login(manager)
-    client.post(
-        reverse("proposal_approval", args=[proposal.pk]),
-        {
-            "fingerprint": proposal.fingerprint,
-            "password": "pw-maria_manager",
-            "otp_token": totp_code(manager),
-        },
-        HTTP_X_REQUEST_ID=REQUEST_ID,
-    )
+    approve_on_page(client, proposal, manager, HTTP_X_REQUEST_ID=REQUEST_ID)
     assert wait_until_posted(proposal).state == "posted"
     # The periodic queue's worker (one process) ran the events the request's approval queued...
     wait_for(

@@ -3,14 +3,11 @@ tournament's cancellation policy, so every tournament imported from a chip-count
 under the default policy until a manager changed it (and, having chosen the rule, could then
 not approve its proposal). The form now takes `tournament.policy` as the JSON upload does."""
 
-from datetime import timedelta
-
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
-from django.utils import timezone
 
 from refunds_admin.tournaments.models import Tournament
+from tests.support.pages import import_csv
 
 pytestmark = pytest.mark.django_db
 
@@ -19,23 +16,7 @@ PRIZES = "place,amount\n1,500.00\n2,300.00\n"
 
 
 def _post(client, **extra):
-    return client.post(
-        reverse("tournament_import"),
-        {
-            "kind": "csv",
-            "external_id": "CSV-POLICY-1",
-            "name": "Export",
-            "currency": "USD",
-            "buy_in": "30.00",
-            "fee": "3.00",
-            "starts_at": timezone.localtime(timezone.now() - timedelta(hours=1)).strftime(
-                "%Y-%m-%dT%H:%M"
-            ),
-            "entries_csv": SimpleUploadedFile("entries.csv", ENTRIES.encode()),
-            "prizes_csv": SimpleUploadedFile("prizes.csv", PRIZES.encode()),
-            **extra,
-        },
-    )
+    return import_csv(client, ENTRIES, PRIZES, external_id="CSV-POLICY-1", **extra)
 
 
 def test_the_csv_form_offers_the_known_policies(client, support):

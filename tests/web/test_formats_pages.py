@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from refunds_admin.proposals.models import PayoutProposal
 from tests.support.factories import draft_proposal, knockout_doc, snapshot_doc, submitted_proposal
+from tests.support.pages import approve_on_page
 
 pytestmark = pytest.mark.django_db
 
@@ -198,20 +199,12 @@ def test_the_bounty_conservation_warning_reaches_the_approver(client, support, m
 
 def test_approving_non_cash_refunds_from_the_page_approves_them(client, support, manager):
     # The approval page approves them: the wallet returns them in the form paid.
-    from tests.support.factories import totp_code
 
     proposal = submitted_proposal(support, doc=_full_refund_doc(knockout_doc()))
     client.force_login(manager)
     page = _page(client, "proposal_approval", proposal.pk)
     assert 'id="approval-not-yet"' not in page and "not available yet" not in page
-    response = client.post(
-        reverse("proposal_approval", args=[proposal.pk]),
-        {
-            "fingerprint": proposal.fingerprint,
-            "password": "pw-maria_manager",
-            "otp_token": totp_code(manager),
-        },
-    )
+    response = approve_on_page(client, proposal, manager)
     assert response.status_code == 302, response.content.decode()
     proposal.refresh_from_db()
     assert proposal.status != PayoutProposal.Status.SUBMITTED

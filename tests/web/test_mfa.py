@@ -10,6 +10,7 @@ from refunds_admin.accounts import mfa
 from refunds_admin.audit.models import AuditEvent
 from refunds_admin.incidents.models import Incident
 from tests.support.factories import open_incident, submitted_proposal, totp_code
+from tests.support.pages import approve_on_page
 
 pytestmark = pytest.mark.django_db
 
@@ -113,14 +114,7 @@ def test_the_audit_says_an_approval_was_confirmed_with_a_code_and_which_device(
 
     proposal = submitted_proposal(support)
     client.force_login(manager)
-    response = client.post(
-        reverse("proposal_approval", args=[proposal.pk]),
-        {
-            "fingerprint": proposal.fingerprint,
-            "password": "pw-maria_manager",
-            "otp_token": totp_code(manager),
-        },
-    )
+    response = approve_on_page(client, proposal, manager)
     assert response.status_code == 302
     device = mfa.confirmed_device(manager)
     event = AuditEvent.objects.get(action="proposal.approved")

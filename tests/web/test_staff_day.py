@@ -660,27 +660,9 @@ def test_support_sends_a_player_their_statement_to_the_address_they_give(
 
 def _import_csv(client, entries, prizes, *, external_id, names=("entries.csv", "prizes.csv")):
     """The import page's CSV form, posted with these two files and a tournament an hour old."""
-    from datetime import timedelta
+    from tests.support.pages import import_csv
 
-    from django.core.files.uploadedfile import SimpleUploadedFile
-    from django.utils import timezone
-
-    return client.post(
-        reverse("tournament_import"),
-        {
-            "kind": "csv",
-            "external_id": external_id,
-            "name": "Export",
-            "currency": "USD",
-            "buy_in": "30.00",
-            "fee": "3.00",
-            "starts_at": timezone.localtime(timezone.now() - timedelta(hours=1)).strftime(
-                "%Y-%m-%dT%H:%M"
-            ),
-            "entries_csv": SimpleUploadedFile(names[0], entries.encode()),
-            "prizes_csv": SimpleUploadedFile(names[1], prizes.encode()),
-        },
-    )
+    return import_csv(client, entries, prizes, external_id=external_id, names=names)
 
 
 @pytest.mark.django_db
