@@ -118,8 +118,12 @@ class Credit(models.Model):
         # A plain index (no LIKE index): player lookup is by exact player id.
         indexes = [models.Index(fields=["player_id", "currency"], name="credit_player_idx")]
         constraints = [
-            # A zero component is not a credit: nothing is booked for it.
-            models.CheckConstraint(condition=Q(amount_cents__gt=0), name="credit_amount_positive"),
+            # A zero component is not a credit: nothing is booked for it. A ticket is, whatever
+            # its value: the ticket itself goes back (a freeroll's seat, worth 0.00).
+            models.CheckConstraint(
+                condition=Q(amount_cents__gt=0) | Q(method=Method.TICKET, amount_cents=0),
+                name="credit_amount_positive",
+            ),
             # A ticket credit names its ticket; no other credit does.
             models.CheckConstraint(
                 condition=(Q(method=Method.TICKET) & ~Q(ticket_id=""))

@@ -45,10 +45,9 @@ def _postgres():
 
 
 # How many credits a line's `refunds` make (line_credits): one per method but tickets, one per
-# ticket.
+# ticket, whatever its value (a freeroll's seat ticket is worth 0.00 and still goes back).
 _REFUND_CREDITS_SQL = (
-    "jsonb_array_length(jsonb_path_query_array(refunds, "
-    "'$[*] ? (@.method == \"ticket\" && @.amount_cents > 0)'))"
+    "jsonb_array_length(jsonb_path_query_array(refunds, '$[*] ? (@.method == \"ticket\")'))"
     " + jsonb_path_exists(refunds, '$[*] ? (@.method == \"cash\" && @.amount_cents > 0)')::int"
     " + jsonb_path_exists(refunds, "
     "'$[*] ? (@.method == \"tournament_money\" && @.amount_cents > 0)')::int"
@@ -104,7 +103,7 @@ _NON_CASH_SQL = f"""
 SELECT p->>'method', count(*), coalesce(sum((p->>'amount_cents')::bigint), 0)
 FROM {_LINES_TABLE}, jsonb_array_elements(refunds) p
 WHERE proposal_id = %(proposal)s AND refunds IS NOT NULL AND p->>'method' <> 'cash'
-  AND (p->>'amount_cents')::bigint > 0
+  AND ((p->>'amount_cents')::bigint > 0 OR p->>'method' = 'ticket')
 GROUP BY 1
 """
 
@@ -122,10 +121,17 @@ def approved_non_cash(proposal) -> dict[str, tuple[int, int]]:
         proposal_id=proposal.pk, refunds__isnull=False
     ).values_list("refunds", flat=True):
         for part in refunds or ():
-            if part["method"] != "cash" and part["amount_cents"] > 0:
+            if part["method"] != "cash" and _is_credit(part):
                 n, cents = out.get(part["method"], (0, 0))
                 out[part["method"]] = (n + 1, cents + part["amount_cents"])
     return out
+
+
+def _is_credit(part) -> bool:
+    """Whether a part of a line's `refunds` is booked as a credit: any amount above zero, and a
+    ticket whatever its value. A ticket is the thing itself, given back to the player (a seat
+    in a freeroll is worth 0.00 and is still theirs again); no money is a credit of nothing."""
+    return part["amount_cents"] > 0 or part["method"] == Method.TICKET
 
 
 def line_credits(proposal_id, entry_id, player_id, *amounts_and_refunds):
@@ -136,7 +142,7 @@ def line_credits(proposal_id, entry_id, player_id, *amounts_and_refunds):
     A line without refunds: one cash credit per non-zero component. A line with refunds (rule 1
     returned in the form paid): they replace its components, one credit per method -- the cash
     items summed under cash_refund, the tournament money under tournament_money -- and one per
-    ticket under its own key (ticket_key), amount the ticket's value.
+    ticket under its own key (ticket_key), amount the ticket's value (0 included: _is_credit).
     """
     *amounts, refunds = amounts_and_refunds
     if refunds is None:
@@ -155,7 +161,7 @@ def line_credits(proposal_id, entry_id, player_id, *amounts_and_refunds):
     summed: dict[str, int] = {}
     for part in refunds:
         method, cents = part["method"], part["amount_cents"]
-        if cents <= 0:
+        if not _is_credit(part):
             continue
         if method == Method.TICKET:
             out.append(
@@ -226,7 +232,8 @@ WITH chunk AS (
     SELECT c.entry_id, c.player_id, c.key_part, p->>'method' AS method,
            coalesce(p->>'ticket_id', '') AS ticket_id, (p->>'amount_cents')::bigint AS amount
     FROM chunk c CROSS JOIN LATERAL jsonb_array_elements(c.refunds) AS p
-    WHERE c.refunds IS NOT NULL AND (p->>'amount_cents')::bigint > 0
+    WHERE c.refunds IS NOT NULL
+        AND ((p->>'amount_cents')::bigint > 0 OR p->>'method' = 'ticket')
 ), credits AS (
     SELECT {key} AS key, c.entry_id, c.player_id, v.component, v.amount, 'cash' AS method,
            '' AS ticket_id

@@ -276,3 +276,41 @@ def test_the_ticket_key_sql_twin_builds_the_python_key():
                 f"SELECT {sql} FROM (VALUES (%s, %s, %s)) AS v(p, e, t)", [12, entry_id, ticket_id]
             )
             assert cursor.fetchone()[0] == ticket_key(12, entry_id, ticket_id)
+
+
+def _a_seat_worth_nothing(index, entry, tournament=""):
+    """Entry 1 paid its $11.00 in cash and handed in a seat ticket worth 0.00 besides (a
+    freeroll's seat, say); the others paid in cash."""
+    if index == 1:
+        return [
+            {"method": "cash", "amount": "11.00"},
+            {"method": "ticket", "amount": "0.00", "ticket_id": f"SEAT-{tournament}"},
+        ]
+    return None
+
+
+@pytest.mark.parametrize("wallet", ["ledger", "cashier"])
+def test_a_ticket_worth_nothing_is_given_back_as_that_ticket(wallet, request):
+    """Found by the second operator's trial: the statement said the seat ticket was returned,
+    but no credit ever named it, so the cashier never gave it back (credits of 0 were refused
+    and skipped alike). A ticket is the thing itself: it goes back whatever its value."""
+    if wallet == "cashier":
+        request.getfixturevalue("with_cashier")
+        cashier = request.getfixturevalue("cashier")
+    proposal = make_approved_proposal(lines=3, paid_with=_a_seat_worth_nothing, schedule=False)
+    seat = f"SEAT-{proposal.incident.tournament.external_id}"
+    key = ticket_key(proposal.pk, "e000001", seat)
+    assert expected_credits(proposal)[key] == ("ticket", seat, 0)
+    _, lines, credits, cents = lines_summary(proposal)
+    assert (lines, credits, cents) == lines_summary_in_python(proposal)[1:]
+    assert credits == 1 + 1 + 2 * 2  # e1: cash + the seat; e2, e3: buy-in and fee in cash
+    assert posting.post_proposal(proposal.pk) == "posted"
+    booked = Credit.objects.get(key=key)
+    assert (booked.method, booked.ticket_id, booked.amount_cents) == ("ticket", seat, 0)
+    assert PostedTotal.objects.get(proposal=proposal).tickets == 1
+    if wallet == "cashier":
+        [body] = cashier.applied[key]
+        assert (body["method"], body["ticket_id"], body["amount"]) == ("ticket", seat, "0.00")
+        assert cashier.tickets[seat] == [key]
+    [row] = selectors.reconcile([proposal.pk])
+    assert row["ok"], row["problems"]
