@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -96,6 +96,19 @@ def schedule_statements(proposal, *, channel=None):
     return job
 
 
+# Who is told: each player a line credits, with money or with a ticket given back (a freeroll's
+# seat is worth 0.00 and still comes back: ledger.writers._is_credit). _MESSAGES_SQL says the
+# same in SQL.
+def _told_lines(lines):
+    """The lines that may tell their player something (the rest have neither money nor a
+    refund list); _is_told decides on each."""
+    return lines.filter(Q(total_cents__gt=0) | Q(refunds__isnull=False))
+
+
+def _is_told(total_cents, refunds):
+    return total_cents > 0 or any(part["method"] == "ticket" for part in refunds or ())
+
+
 # The columns of one StatementMessage row, as both writers below fill them.
 _MESSAGE_COLUMNS = (
     "job_id", "proposal_id", "player_id", "screen_name", "entry_ids", "total_cents",
@@ -108,11 +121,13 @@ def _write_messages_in_python(job, proposal, notifier, now):
     without an SQL address). Returns (players, players without an address)."""
     players: dict[str, list[Any]] = {}  # player -> [first position, entry ids, cents]
     lines = (
-        PayoutLine.objects.filter(proposal_id=proposal.pk, total_cents__gt=0)
+        _told_lines(PayoutLine.objects.filter(proposal_id=proposal.pk))
         .order_by("position")
-        .values_list("position", "entry_id", "player_id", "total_cents")
+        .values_list("position", "entry_id", "player_id", "total_cents", "refunds")
     )
-    for position, entry_id, player_id, cents in lines.iterator(chunk_size=10_000):
+    for position, entry_id, player_id, cents, refunds in lines.iterator(chunk_size=10_000):
+        if not _is_told(cents, refunds):
+            continue
         player = players.get(player_id)
         if player is None:
             player = players[player_id] = [position, [], 0]
@@ -183,7 +198,8 @@ WITH players AS (
            min(l.position) AS first_position,
            {{address}} AS address
     FROM {PayoutLine._meta.db_table} l {{join}}
-    WHERE l.proposal_id = %(proposal)s AND l.total_cents > 0
+    WHERE l.proposal_id = %(proposal)s
+        AND (l.total_cents > 0 OR jsonb_path_exists(l.refunds, '$[*] ? (@.method == "ticket")'))
     GROUP BY l.player_id
 ), written AS (
     INSERT INTO {StatementMessage._meta.db_table} ({", ".join(_MESSAGE_COLUMNS)})
@@ -624,11 +640,15 @@ def send_statement_copy(proposal, player_id, *, address="", acting_user):
             f"Proposal {proposal.pk} is {proposal.get_status_display().lower()}: a statement is "
             "sent once the proposal is approved."
         )
-    lines = list(
-        PayoutLine.objects.filter(proposal=proposal, player_id=player_id, total_cents__gt=0)
+    lines = [
+        (entry_id, cents)
+        for entry_id, cents, refunds in _told_lines(
+            PayoutLine.objects.filter(proposal=proposal, player_id=player_id)
+        )
         .order_by("position")
-        .values_list("entry_id", "total_cents")
-    )
+        .values_list("entry_id", "total_cents", "refunds")
+        if _is_told(cents, refunds)
+    ]
     if not lines:
         raise Refused(f"Player {player_id} gets nothing from proposal {proposal.pk}.")
     address = (address or "").strip()

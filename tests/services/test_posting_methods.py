@@ -314,3 +314,48 @@ def test_a_ticket_worth_nothing_is_given_back_as_that_ticket(wallet, request):
         assert cashier.tickets[seat] == [key]
     [row] = selectors.reconcile([proposal.pk])
     assert row["ok"], row["problems"]
+
+
+def _only_a_seat(index, entry, tournament=""):
+    """Entry 1 played a freeroll on a seat ticket worth 0.00; the others paid in cash."""
+    if index == 1:
+        return [{"method": "ticket", "amount": "0.00", "ticket_id": f"SEAT-{tournament}"}]
+    return None
+
+
+def test_a_player_given_back_only_a_seat_ticket_is_told():
+    """The statement goes to each player a line credits: with money, or with a ticket given
+    back, a seat worth 0.00 too (the outbox left out every line whose total was 0)."""
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from refunds_admin.notifications import services as notifications
+    from refunds_admin.notifications.adapters import WebhookNotifier
+    from refunds_admin.notifications.models import StatementJob, StatementMessage
+    from refunds_admin.notifications.statements import form_sentences
+
+    proposal = make_approved_proposal(
+        amounts=[(0, 0, 0, 0), (1000, 0, 0, 100), (0, 0, 0, 0)],
+        paid_with=_only_a_seat,
+        schedule=False,
+    )
+    assert posting.post_proposal(proposal.pk) == "posted"
+    writers = [notifications._write_messages_in_python]
+    if connection.vendor == "postgresql":
+        writers.append(notifications._write_messages_in_sql)
+    for write in writers:
+        with transaction.atomic():
+            job = StatementJob.objects.create(
+                proposal=proposal, channel="webhook", endpoint="-", total=0
+            )
+            write(job, proposal, WebhookNotifier("http://127.0.0.1:9", "token"), timezone.now())
+            told = dict(
+                StatementMessage.objects.filter(job=job).values_list("player_id", "total_cents")
+            )
+            transaction.set_rollback(True)
+        # p000003 played the freeroll without a ticket: nothing comes back, nothing to tell.
+        assert told == {"p000001": 0, "p000002": 1100}, write.__name__
+    seat = f"SEAT-{proposal.incident.tournament.external_id}"
+    assert form_sentences(notifications.refund_forms(proposal.pk)["e000001"], "USD") == [
+        f"Your ticket {seat} ($0.00) has been returned to your account"
+    ]
